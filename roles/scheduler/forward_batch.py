@@ -1,0 +1,33 @@
+"""The one input of a model step: the new tokens of every scheduled sequence, flattened, plus paging metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class ForwardBatch:
+    """A mixed prefill/decode step over B sequences holding T new tokens in all.
+
+    Sequence i contributes ``query_lens[i]`` new tokens (1 for decode, a chunk for prefill) that sit at
+    positions ``context_lens[i] - query_lens[i] .. context_lens[i] - 1``; its earlier tokens are already
+    in the paged KV cache at the pages listed in ``block_tables[i]``.
+    """
+
+    input_ids: torch.Tensor  # (T,) int64, sequences concatenated in order
+    positions: torch.Tensor  # (T,) int64 absolute positions
+    query_lens: list[int]  # (B,) new tokens per sequence
+    context_lens: list[int]  # (B,) cached + new tokens per sequence after this step
+    block_tables: torch.Tensor  # (B, max_pages) int64 page ids, padded with 0
+    slot_mapping: torch.Tensor  # (T,) int64 flat slot (page * page_size + offset) to write each new K/V
+    logits_indices: torch.Tensor  # (B,) int64 index into T of the token whose logits are sampled
+
+    @property
+    def num_seqs(self) -> int:
+        return len(self.query_lens)
+
+    @property
+    def is_decode_only(self) -> bool:
+        return all(q == 1 for q in self.query_lens)
