@@ -1,0 +1,127 @@
+"""`serve`: run the server, or inspect and validate configuration. Config errors exit 2 before anything starts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from launcher.derivations import LAUNCHER_RULES
+from launcher.settings_help import settings_reference
+from runtime_context import EXIT_CONFIG_ERROR, ConfigError, ResolvedConfig, resolve
+from runtime_context.cli_env_sources import SHORT_FLAGS
+from runtime_context.inspect_report import (
+    offline_entry,
+    render_json,
+    render_resolved_table,
+    render_table,
+    resolved_json,
+)
+from runtime_context.projections import known_roles
+
+
+def _config_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("configuration")
+    # SUPPRESS: an option given before the subcommand is not reset by the subcommand's own copy.
+    group.add_argument(
+        "--config", metavar="PATH", default=argparse.SUPPRESS, help="YAML config file, nested by namespace"
+    )
+    group.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="NS.KEY=VALUE",
+        help="override one setting (repeatable; highest precedence)",
+    )
+    for flag, key in SHORT_FLAGS.items():
+        group.add_argument(
+            flag, dest=_dest(flag), metavar="VALUE", default=argparse.SUPPRESS, help=f"sets {key}"
+        )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _config_options()
+    epilog = settings_reference()
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="serve",
+        description="Serve an LLM with role-projected configuration (no subcommand: start the server).",
+        parents=[common],
+        epilog=epilog,
+        formatter_class=formatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="{config,roles}")
+
+    config = commands.add_parser("config", help="show or validate the resolved configuration")
+    config_commands = config.add_subparsers(dest="action", metavar="{show,validate}", required=True)
+    show = config_commands.add_parser(
+        "show",
+        parents=[common],
+        help="every resolved leaf with its value and source",
+        epilog=epilog,
+        formatter_class=formatter,
+    )
+    show.add_argument("--format", choices=("table", "json"), default="table")
+    config_commands.add_parser(
+        "validate",
+        parents=[common],
+        help="exit 0, or 2 listing every problem",
+        epilog=epilog,
+        formatter_class=formatter,
+    )
+
+    roles = commands.add_parser("roles", help="what each role sees")
+    roles_commands = roles.add_subparsers(dest="action", metavar="{inspect}", required=True)
+    inspect = roles_commands.add_parser(
+        "inspect",
+        parents=[common],
+        help="per role: projection and each visible leaf with its source",
+        epilog=epilog,
+        formatter_class=formatter,
+    )
+    inspect.add_argument("--role", choices=known_roles(), help="only this role")
+    inspect.add_argument("--format", choices=("table", "json"), default="table")
+    return parser
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def resolve_from_args(args: argparse.Namespace) -> ResolvedConfig:
+    flags = {flag: getattr(args, _dest(flag), None) for flag in SHORT_FLAGS}
+    return resolve(
+        getattr(args, "config", None), sets=getattr(args, "sets", []), flags=flags, rules=LAUNCHER_RULES
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        resolved = resolve_from_args(args)
+    except ConfigError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    if args.command == "config":
+        if args.action == "validate":
+            print(f"configuration is valid (fingerprint {resolved.fingerprint})")
+        elif args.format == "json":
+            print(resolved_json(resolved))
+        else:
+            sys.stdout.write(render_resolved_table(resolved))
+        return 0
+    if args.command == "roles":
+        roles = [args.role] if args.role else known_roles()
+        entries = [offline_entry(resolved, role) for role in roles]
+        sys.stdout.write(render_json(entries) + "\n" if args.format == "json" else render_table(entries))
+        return 0
+    from launcher.supervisor import run_server
+
+    return run_server(resolved)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

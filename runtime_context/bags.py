@@ -1,0 +1,150 @@
+"""Read-only config bags. Leaves and sub-bags are plain instance attributes, so a read is an ordinary
+attribute load (free in enforce mode, traceable by torch.compile); the `_leaves` map stays the authority
+for overrides, membership and restore.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from runtime_context.errors import BagReadOnly, NamespaceNotProjected, caller_site
+from runtime_context.setting import SettingValueError
+from runtime_context.settings import SETTINGS, child_namespaces, settings_in
+
+_BAG_METHODS = frozenset({"override", "as_dict", "namespace"})
+assert not _BAG_METHODS & {s.name for s in SETTINGS.values()}, "a leaf name shadows a bag method"
+
+
+class _NotProjected:
+    """Class-level stand-in for a leaf or sub-namespace outside the role's projection.
+
+    Living on a per-shape subclass (not in a __getattr__ hook) keeps the allowed reads on CPython's
+    fastest attribute path: a class that defines __getattr__ loses LOAD_ATTR specialisation.
+    """
+
+    def __init__(self, namespace: str):
+        self.namespace = namespace
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, bag: Bag | None, owner: type) -> Any:
+        if bag is None:
+            return self
+        view = object.__getattribute__(bag, "_view")
+        raise NamespaceNotProjected(view.role, self.namespace, caller_site(), view.allowed)
+
+
+_SHAPED_CLASSES: dict[tuple[type, str, frozenset[str]], type] = {}
+
+
+def make_bag(
+    bag_type: type[Bag], namespace: str, leaves: Mapping[str, Any] | None, children: Mapping[str, Bag], view
+) -> Bag:
+    """A bag whose class blocks every declared name of the namespace that this role may not see."""
+    child_names = {c.rsplit(".", 1)[-1]: c for c in child_namespaces(namespace)}
+    blocked = {}
+    if leaves is None:
+        blocked.update({s.name: namespace for s in settings_in(namespace)})
+    blocked.update({name: full for name, full in child_names.items() if full not in children})
+    shape = (bag_type, namespace, frozenset(blocked))
+    cls = _SHAPED_CLASSES.get(shape)
+    if cls is None:
+        attrs = {name: _NotProjected(target) for name, target in blocked.items()}
+        cls = _SHAPED_CLASSES[shape] = type(f"{bag_type.__name__}[{namespace}]", (bag_type,), attrs)
+    return cls(namespace, leaves, children, view)
+
+
+class Bag:
+    """One namespace of one role's published config."""
+
+    def __init__(self, namespace: str, leaves: Mapping[str, Any] | None, children: Mapping[str, Bag], view):
+        # leaves is None for a shell: a namespace outside the projection that only carries projected
+        # sub-namespaces (e.g. expert_backup sees exec.moe but not exec).
+        object.__setattr__(self, "_namespace", namespace)
+        object.__setattr__(self, "_is_projected", leaves is not None)
+        object.__setattr__(self, "_leaves", dict(leaves or {}))
+        object.__setattr__(self, "_children", dict(children))
+        object.__setattr__(self, "_view", view)  # the ProjectionView: role, allowed set, read recorder
+        object.__setattr__(self, "_record_read", view.record_read)
+        for name, value in self._leaves.items():
+            object.__setattr__(self, name, value)
+        for name, child in self._children.items():
+            object.__setattr__(self, name.rsplit(".", 1)[-1], child)
+
+    @property
+    def namespace(self) -> str:
+        return self._namespace
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise BagReadOnly(
+            f"config bags are read-only: to change {self._namespace}.{name} use "
+            f"get_context().override('<why>', {self._namespace.replace('.', '__')}__{name}=...) "
+            f"or, scoped, `with bag.override({name}=...):`"
+        )
+
+    def __delattr__(self, name: str) -> None:
+        self.__setattr__(name, None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A copy of this namespace's leaves (not its sub-namespaces)."""
+        return dict(self._leaves)
+
+    def _check_leaves(self, leaves: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate every leaf before changing any (all-or-nothing)."""
+        if not self._is_projected:
+            raise NamespaceNotProjected(
+                self._view.role, self._namespace, caller_site(), self._view.allowed, "override"
+            )
+        checked, errors = {}, []
+        for name, value in leaves.items():
+            key = f"{self._namespace}.{name}"
+            if key not in SETTINGS:
+                errors.append(f"{key}: unknown setting")
+                continue
+            try:
+                checked[name] = SETTINGS[key].check(value)
+            except SettingValueError as exc:
+                errors.append(f"{key}: {exc}")
+        if errors:
+            raise ValueError("override rejected, nothing changed: " + "; ".join(errors))
+        return checked
+
+    def _set_leaf(self, name: str, value: Any) -> None:
+        self._leaves[name] = value
+        object.__setattr__(self, name, value)
+
+    @contextmanager
+    def override(self, **leaves: Any) -> Iterator[Bag]:
+        """Scoped, transactional override of this namespace's leaves; restored on exit."""
+        checked = self._check_leaves(leaves)
+        previous = {name: self._leaves[name] for name in checked}
+        for name, value in checked.items():
+            self._set_leaf(name, value)
+        try:
+            yield self
+        finally:
+            for name, value in previous.items():
+                self._set_leaf(name, value)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{k}={v!r}" for k, v in self._leaves.items() if not SETTINGS[f"{self._namespace}.{k}"].secret
+        )
+        return f"Bag({self._namespace}: {shown})"
+
+
+class RecordingBag(Bag):
+    """record mode: every read is allowed and (role, namespace, leaf, call site) is counted."""
+
+    def __getattribute__(self, name: str) -> Any:
+        value = object.__getattribute__(self, name)
+        if name[0] != "_" and name in object.__getattribute__(self, "_leaves"):
+            frame = sys._getframe(1)  # the reading code itself
+            object.__getattribute__(self, "_record_read")(
+                object.__getattribute__(self, "_namespace"), name, frame.f_code.co_filename, frame.f_lineno
+            )
+        return value

@@ -1,0 +1,59 @@
+"""Cross-field checks: combinations of leaves that each pass alone but contradict each other."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runtime_context.problems import ConfigProblem
+from runtime_context.provenance import Source
+
+
+@dataclass(frozen=True)
+class Constraint:
+    keys: tuple[str, ...]  # the first key is the one reported
+    holds: Callable[[Mapping[str, Any]], bool]
+    message: Callable[[Mapping[str, Any]], str]
+
+
+CONSTRAINTS: tuple[Constraint, ...] = (
+    Constraint(
+        ("weight_cache.persist", "weight_cache.enabled"),
+        lambda v: not v["weight_cache.persist"] or v["weight_cache.enabled"],
+        lambda v: "true needs weight_cache.enabled: true",
+    ),
+    Constraint(
+        ("memory.kv_cache_tokens", "memory.page_size"),
+        lambda v: (
+            v["memory.kv_cache_tokens"] == 0 or v["memory.kv_cache_tokens"] >= 2 * v["memory.page_size"]
+        ),
+        lambda v: (
+            f"must hold at least two pages of memory.page_size={v['memory.page_size']} tokens; "
+            f"got {v['memory.kv_cache_tokens']}"
+        ),
+    ),
+    Constraint(
+        ("memory.kv_cache_tokens", "schedule.chunked_prefill_size"),
+        lambda v: (
+            v["memory.kv_cache_tokens"] == 0
+            or v["memory.kv_cache_tokens"] >= v["schedule.chunked_prefill_size"]
+        ),
+        lambda v: (
+            f"is smaller than schedule.chunked_prefill_size={v['schedule.chunked_prefill_size']}; "
+            "one prefill chunk could never fit"
+        ),
+    ),
+)
+
+
+def check_constraints(values: Mapping[str, Any], sources: Mapping[str, Source]) -> list[ConfigProblem]:
+    problems = []
+    for constraint in CONSTRAINTS:
+        if constraint.holds(values):
+            continue
+        first, *others = constraint.keys
+        where = sources[first].detail if sources[first].kind == "file" else str(sources[first])
+        involved = ", ".join(f"{k} from {sources[k]}" for k in others)
+        problems.append(ConfigProblem(where, first, f"{constraint.message(values)} ({involved})"))
+    return problems

@@ -1,0 +1,49 @@
+"""Derived leaves: computed once at resolution and recorded as `derived <rule> from <inputs>`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runtime_context.problems import ConfigProblem
+
+
+class DerivationFailed(Exception):
+    """A rule could not compute its value; the message says why (e.g. the model file is unreadable)."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class DerivationRule:
+    name: str
+    target: str  # the leaf it fills
+    inputs: tuple[str, ...]  # the leaves (or facts) it reads, for provenance
+    applies: Callable[[Mapping[str, Any]], bool]  # only when the user left the leaf on "auto"
+    compute: Callable[[Mapping[str, Any]], Any]
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+THREADS_FROM_CPUS = DerivationRule(
+    name="available_cpus",
+    target="exec.threads",
+    inputs=("exec.threads=0", "cpu affinity"),
+    applies=lambda values: values["exec.threads"] == 0,
+    compute=lambda values: available_cpus(),
+)
+
+BUILTIN_RULES: tuple[DerivationRule, ...] = (THREADS_FROM_CPUS,)
+
+
+def problem_from_failure(failure: DerivationFailed, where: str) -> ConfigProblem:
+    return ConfigProblem(where, failure.key, str(failure))

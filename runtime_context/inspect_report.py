@@ -1,0 +1,125 @@
+"""What each role sees, leaf by leaf, with provenance: one format for offline (`--config`) and live (`--url`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runtime_context.context import RuntimeContext
+from runtime_context.projections import projection_of
+from runtime_context.record import SECRET_MASK, ResolvedConfig
+from runtime_context.settings import NAMESPACES, SETTINGS
+from runtime_context.view import ProjectionView
+
+
+def _shown(key: str, value: Any) -> Any:
+    if SETTINGS[key].secret and value is not None:
+        return SECRET_MASK
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _ordered(namespaces) -> list[str]:
+    return [ns for ns in NAMESPACES if ns in namespaces]
+
+
+def offline_entry(resolved: ResolvedConfig, role: str) -> dict[str, Any]:
+    """What a process of `role` WOULD see if started with this resolved config."""
+    view = ProjectionView(role, projection_of(role), resolved.raw_value("roles.enforcement"))
+    leaves = [
+        {"key": key, "value": resolved.display_value(key), "source": str(resolved.source(key))}
+        for key, setting in SETTINGS.items()
+        if setting.namespace in view.visible
+    ]
+    return {
+        "role": role,
+        "instance": None,
+        "pid": None,
+        "published_at": None,
+        "fingerprint": resolved.fingerprint,
+        "mode": view.mode,
+        "projection": _ordered(view.allowed),
+        "leaves": leaves,
+        "overrides": [],
+        "reads": [],
+    }
+
+
+def live_entry(context: RuntimeContext, instance: int | None = None) -> dict[str, Any]:
+    """What THIS process actually published (answers the launcher's inspect request)."""
+    view = context._require_published()
+    assert context.resolved is not None
+    leaves = [
+        {
+            "key": key,
+            "value": _shown(key, context.current_value(key)),
+            "source": str(context.current_source(key)),
+        }
+        for key, setting in SETTINGS.items()
+        if setting.namespace in view.visible
+    ]
+    reads = [
+        {"role": role, "namespace": ns, "leaf": leaf, "site": site, "count": count}
+        for role, ns, leaf, site, count in context.recorded_reads()
+    ]
+    return {
+        "role": context.publish_role,
+        "instance": instance,
+        "pid": context.published_pid,
+        "published_at": context.published_at,
+        "fingerprint": context.fingerprint,
+        "mode": view.mode,
+        "projection": _ordered(view.allowed),
+        "leaves": leaves,
+        "overrides": [entry.shown() for entry in context.overrides_log()],
+        "reads": reads,
+    }
+
+
+def render_json(entries: list[dict[str, Any]]) -> str:
+    return json.dumps({"processes": entries}, indent=2, sort_keys=False)
+
+
+def render_table(entries: list[dict[str, Any]]) -> str:
+    lines: list[str] = []
+    for entry in entries:
+        who = entry["role"] if entry["instance"] is None else f"{entry['role']}[{entry['instance']}]"
+        pid = f"  pid {entry['pid']}" if entry["pid"] is not None else ""
+        lines.append(f"== role {who}{pid}  mode {entry['mode']}  fingerprint {entry['fingerprint'][:16]}")
+        lines.append(f"   projection: {', '.join(entry['projection']) or '(nothing)'}")
+        width = max((len(leaf["key"]) for leaf in entry["leaves"]), default=0)
+        value_width = min(40, max((len(_cell(leaf["value"])) for leaf in entry["leaves"]), default=0))
+        for leaf in entry["leaves"]:
+            lines.append(
+                f"   {leaf['key']:<{width}}  {_cell(leaf['value']):<{value_width}}  {leaf['source']}"
+            )
+        for override in entry["overrides"]:
+            lines.append(
+                f"   override {override['key']}: {override['old']!r} -> {override['new']!r} by {override['source']}"
+            )
+        for read in entry["reads"]:
+            lines.append(f"   read {read['namespace']}.{read['leaf']} x{read['count']} at {read['site']}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_resolved_table(resolved: ResolvedConfig) -> str:
+    width = max(len(key) for key in SETTINGS)
+    value_width = min(40, max(len(_cell(resolved.display_value(key))) for key in SETTINGS))
+    lines = [f"fingerprint {resolved.fingerprint}"]
+    for key in SETTINGS:
+        lines.append(
+            f"{key:<{width}}  {_cell(resolved.display_value(key)):<{value_width}}  {resolved.source(key)}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def resolved_json(resolved: ResolvedConfig) -> str:
+    leaves = [
+        {"key": key, "value": resolved.display_value(key), "source": str(resolved.source(key))}
+        for key in SETTINGS
+    ]
+    return json.dumps({"fingerprint": resolved.fingerprint, "leaves": leaves}, indent=2)
+
+
+def _cell(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) or value == SECRET_MASK else value

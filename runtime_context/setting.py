@@ -1,0 +1,130 @@
+"""One declared setting: its namespace, type, default, bounds or choices, secrecy and docstring.
+
+The CLI flags, YAML keys, environment names, docs and `serve roles inspect` all come from these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ENV_PREFIX = "ROLESERVE_"
+
+_TRUE_WORDS = {"1", "true", "yes", "on"}
+_FALSE_WORDS = {"0", "false", "no", "off"}
+_NULL_WORDS = {"null", "none", "~", ""}
+
+
+class SettingValueError(ValueError):
+    """A value that does not fit its setting; the message says what would."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    namespace: str  # e.g. "exec.moe"
+    name: str  # the leaf name, e.g. "recorder"
+    type: type  # int, float, bool, str or list (of str)
+    default: Any
+    doc: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    optional: bool = False  # null allowed
+    secret: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}.{self.name}"
+
+    @property
+    def env_name(self) -> str:
+        return ENV_PREFIX + self.key.replace(".", "__").upper()
+
+    @property
+    def type_name(self) -> str:
+        name = "list[str]" if self.type is list else self.type.__name__
+        return f"{name} | null" if self.optional else name
+
+    def describe_bounds(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        parts = []
+        if self.minimum is not None:
+            parts.append(f">= {self.minimum:g}")
+        if self.maximum is not None:
+            parts.append(f"<= {self.maximum:g}")
+        return " and ".join(parts)
+
+    def check(self, value: Any) -> Any:
+        """Validate a typed value (from YAML, code or a parsed string); return it in canonical form."""
+        if value is None:
+            if self.optional:
+                return None
+            raise SettingValueError(f"must be {self.type_name}; got null")
+        if self.type is bool:
+            if not isinstance(value, bool):
+                raise SettingValueError(f"must be true or false; got {_show(value)}")
+        elif self.type is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SettingValueError(f"must be an integer; got {_show(value)}")
+        elif self.type is float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise SettingValueError(f"must be a number; got {_show(value)}")
+            value = float(value)
+        elif self.type is str:
+            if not isinstance(value, str):
+                raise SettingValueError(f"must be a string; got {_show(value)}")
+        elif self.type is list:
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise SettingValueError(f"must be a list of strings; got {_show(value)}")
+            value = tuple(value)
+        if self.choices is not None and value not in self.choices:
+            raise SettingValueError(f"must be one of {', '.join(self.choices)}; got {_show(value)}")
+        if self.minimum is not None and value < self.minimum:
+            raise SettingValueError(f"must be >= {self.minimum:g}; got {_show(value)}")
+        if self.maximum is not None and value > self.maximum:
+            raise SettingValueError(f"must be <= {self.maximum:g}; got {_show(value)}")
+        return value
+
+    def parse(self, text: str) -> Any:
+        """Parse a string from the environment or `--set`, then check it."""
+        stripped = text.strip()
+        if self.optional and stripped.lower() in _NULL_WORDS:
+            return None
+        if self.type is bool:
+            lowered = stripped.lower()
+            if lowered in _TRUE_WORDS:
+                return True
+            if lowered in _FALSE_WORDS:
+                return False
+            raise SettingValueError(f"must be true or false; got {text!r}")
+        if self.type is int:
+            try:
+                return self.check(int(stripped, 0))
+            except ValueError as exc:
+                if isinstance(exc, SettingValueError):
+                    raise
+                raise SettingValueError(f"must be an integer; got {text!r}") from None
+        if self.type is float:
+            try:
+                return self.check(float(stripped))
+            except ValueError as exc:
+                if isinstance(exc, SettingValueError):
+                    raise
+                raise SettingValueError(f"must be a number; got {text!r}") from None
+        if self.type is list:
+            items = [] if not stripped else [item.strip() for item in stripped.split(",")]
+            return self.check(items)
+        return self.check(text)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return f"a list {list(value)!r}"
+    return repr(value)

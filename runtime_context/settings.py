@@ -1,0 +1,287 @@
+"""Every setting of roleserve, declared exactly once. Namespaces are the unit of projection."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from runtime_context.setting import Setting
+
+NAMESPACES = (
+    "model",
+    "http",
+    "tokenizer",
+    "schedule",
+    "memory",
+    "parallel",
+    "exec",
+    "exec.moe",
+    "encoder",
+    "weight_cache",
+    "expert_backup",
+    "observability",
+    "launcher",
+    "roles",
+)
+
+_DECLARED: list[Setting] = []
+
+
+def _declare(namespace: str, name: str, type_: type, default, doc: str, **bounds) -> None:
+    setting = Setting(namespace=namespace, name=name, type=type_, default=default, doc=doc, **bounds)
+    if setting.type is list:
+        setting = Setting(**{**setting.__dict__, "default": tuple(default)})
+    _DECLARED.append(setting)
+
+
+# model: what is served
+_declare(
+    "model",
+    "path",
+    str,
+    "smollm2",
+    "Model to serve: the alias smollm2, a .gguf file, or a Hugging Face folder.",
+)
+_declare("model", "served_name", str, "smollm2", "Name clients pass as `model` and /v1/models lists.")
+_declare(
+    "model",
+    "dtype",
+    str,
+    "float32",
+    "Activation and KV-cache dtype.",
+    choices=("float32", "bfloat16"),
+)
+_declare(
+    "model",
+    "context_length",
+    int,
+    0,
+    "Longest sequence (prompt + output) in tokens; 0 reads it from the model file.",
+    minimum=0,
+)
+
+# http: the OpenAI-compatible front
+_declare("http", "host", str, "127.0.0.1", "Address the HTTP server binds.")
+_declare("http", "port", int, 30000, "Port the HTTP server binds.", minimum=1, maximum=65535)
+_declare(
+    "http",
+    "api_key",
+    str,
+    None,
+    "Bearer token every request must carry; null disables auth.",
+    optional=True,
+    secret=True,
+)
+_declare("http", "cors_origins", list, ["*"], "Origins allowed by CORS; an empty list disables CORS headers.")
+_declare(
+    "http",
+    "request_timeout_s",
+    float,
+    600.0,
+    "A request still unfinished after this many seconds is aborted.",
+    minimum=0.1,
+)
+
+# tokenizer: the HTTP/tokenization processes
+_declare("tokenizer", "workers", int, 1, "Number of tokenizer (HTTP front) processes.", minimum=1, maximum=64)
+_declare(
+    "tokenizer",
+    "default_max_tokens",
+    int,
+    16,
+    "max_tokens used when a completion request gives none.",
+    minimum=1,
+)
+
+# schedule: continuous batching limits
+_declare(
+    "schedule",
+    "max_running_requests",
+    int,
+    64,
+    "Most requests decoding together in one scheduler.",
+    minimum=1,
+    maximum=4096,
+)
+_declare(
+    "schedule",
+    "max_queued_requests",
+    int,
+    1024,
+    "Most requests waiting for admission; beyond it requests get 503.",
+    minimum=0,
+)
+_declare(
+    "schedule",
+    "chunked_prefill_size",
+    int,
+    512,
+    "Most prompt tokens prefilled in one step; longer prompts are split across steps.",
+    minimum=16,
+    maximum=1 << 20,
+)
+
+# memory: the paged KV cache
+_declare(
+    "memory",
+    "kv_cache_tokens",
+    int,
+    0,
+    "Tokens the KV cache holds; 0 derives it from memory.kv_cache_memory_mb and the model's shape.",
+    minimum=0,
+)
+_declare(
+    "memory",
+    "kv_cache_memory_mb",
+    int,
+    2048,
+    "Memory budget of the KV cache, used when memory.kv_cache_tokens is 0.",
+    minimum=16,
+)
+_declare("memory", "page_size", int, 16, "Tokens per KV-cache page.", minimum=1, maximum=1024)
+_declare("memory", "prefix_cache", bool, True, "Reuse cached pages of shared prompt prefixes.")
+
+# parallel: data-parallel scheduler replicas
+_declare("parallel", "dp_size", int, 1, "Number of scheduler replicas.", minimum=1, maximum=64)
+_declare(
+    "parallel",
+    "load_balance",
+    str,
+    "round_robin",
+    "How the dp_controller picks a replica.",
+    choices=("round_robin", "shortest_queue"),
+)
+
+# exec: how the model runs
+_declare("exec", "threads", int, 0, "Compute threads per scheduler; 0 uses the cores available.", minimum=0)
+_declare(
+    "exec",
+    "weight_dtype",
+    str,
+    "exact",
+    "Weight execution format: exact (float32) or weight-only int8 / int4 kernels.",
+    choices=("exact", "int8", "int4"),
+)
+_declare(
+    "exec.moe",
+    "recorder",
+    str,
+    "off",
+    "MoE routing recorder: off, counts (per-expert token counts) or trace (every routing decision).",
+    choices=("off", "counts", "trace"),
+)
+_declare(
+    "exec.moe",
+    "recorder_max_events",
+    int,
+    100000,
+    "Most routing events kept by the trace recorder.",
+    minimum=1,
+)
+
+# encoder: /v1/embeddings
+_declare("encoder", "enabled", bool, False, "Start the encoder role and serve /v1/embeddings.")
+_declare(
+    "encoder", "model", str, "all-minilm-l6-v2", "Encoder model: the alias all-minilm-l6-v2 or a folder."
+)
+_declare("encoder", "workers", int, 1, "Number of encoder processes.", minimum=1, maximum=16)
+_declare("encoder", "max_batch_tokens", int, 8192, "Most tokens in one embedding batch.", minimum=1)
+_declare("encoder", "max_wait_ms", float, 5.0, "Longest wait to fill an embedding batch.", minimum=0)
+_declare("encoder", "truncate", bool, False, "Truncate inputs longer than the model limit instead of a 400.")
+
+# weight_cache: the shared-memory weight daemon
+_declare(
+    "weight_cache", "enabled", bool, True, "Load weights once in the weight_cache_daemon and share them."
+)
+_declare(
+    "weight_cache", "persist", bool, False, "Keep the daemon and its shared memory across serve restarts."
+)
+_declare(
+    "weight_cache",
+    "on_unavailable",
+    str,
+    "load_from_disk",
+    "What a scheduler does when the daemon is down or stale.",
+    choices=("load_from_disk", "fail"),
+)
+
+# expert_backup: host copies of MoE experts
+_declare("expert_backup", "enabled", bool, False, "Keep a host-memory backup of MoE expert weights.")
+_declare("expert_backup", "max_memory_mb", int, 4096, "Memory the expert backup may hold.", minimum=1)
+
+# observability
+_declare(
+    "observability",
+    "log_level",
+    str,
+    "info",
+    "Log level of every process.",
+    choices=("debug", "info", "warning", "error"),
+)
+_declare("observability", "metrics", bool, True, "Serve Prometheus metrics on GET /metrics.")
+_declare("observability", "log_requests", bool, False, "Log one line per finished request.")
+
+# launcher: supervision
+_declare(
+    "launcher",
+    "startup_timeout_s",
+    float,
+    300.0,
+    "How long every role may take to report READY.",
+    minimum=1,
+)
+_declare(
+    "launcher",
+    "shutdown_timeout_s",
+    float,
+    30.0,
+    "How long in-flight requests may drain on shutdown.",
+    minimum=0,
+)
+_declare(
+    "launcher",
+    "restart_policy",
+    str,
+    "never",
+    "What happens when a child dies: never (stop everything) or on-failure (restart it).",
+    choices=("never", "on-failure"),
+)
+_declare("launcher", "max_restarts", int, 3, "Restarts per role under on-failure.", minimum=0)
+_declare(
+    "launcher",
+    "runtime_dir",
+    str,
+    None,
+    "Parent of the private runtime dir for ipc sockets; null uses the system temp dir.",
+    optional=True,
+)
+
+# roles: projection enforcement
+_declare(
+    "roles",
+    "enforcement",
+    str,
+    "enforce",
+    "enforce: a role sees only its namespaces; record: all reads allowed and recorded; off: debugging only.",
+    choices=("enforce", "record", "off"),
+)
+
+SETTINGS: MappingProxyType[str, Setting] = MappingProxyType({s.key: s for s in _DECLARED})
+
+
+def settings_in(namespace: str) -> list[Setting]:
+    """The leaves declared directly in a namespace (not in its sub-namespaces)."""
+    return [s for s in _DECLARED if s.namespace == namespace]
+
+
+def child_namespaces(namespace: str) -> list[str]:
+    """Direct sub-namespaces, e.g. exec -> [exec.moe]."""
+    depth = namespace.count(".") + 1
+    return [ns for ns in NAMESPACES if ns.startswith(namespace + ".") and ns.count(".") == depth]
+
+
+def top_namespaces() -> list[str]:
+    return [ns for ns in NAMESPACES if "." not in ns]
+
+
+assert all(s.namespace in NAMESPACES for s in _DECLARED)
+assert len(SETTINGS) == len(_DECLARED), "a setting is declared twice"

@@ -1,0 +1,113 @@
+"""Read a --config YAML file into (key, value, file:line:col) assignments, keeping every problem."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from runtime_context.problems import ConfigProblem, did_you_mean
+from runtime_context.provenance import Source, file_source
+from runtime_context.setting import SettingValueError
+from runtime_context.settings import NAMESPACES, SETTINGS, child_namespaces, settings_in, top_namespaces
+
+
+@dataclass(frozen=True)
+class Assignment:
+    key: str
+    value: Any
+    source: Source
+
+
+def read_yaml_config(path: str) -> tuple[list[Assignment], list[ConfigProblem]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return [], [ConfigProblem(path, "", "config file not found")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [ConfigProblem(path, "", f"cannot read config file: {exc}")]
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        reason = getattr(exc, "problem", None) or str(exc)
+        return [], [ConfigProblem(where, "", f"invalid YAML: {reason}")]
+    finally:
+        loader.dispose()
+    if root is None:  # an empty file is an empty config
+        return [], []
+    reader = _NodeReader(path, yaml.SafeLoader(""))
+    reader.read_namespace_map(root, "")
+    return reader.assignments, reader.problems
+
+
+class _NodeReader:
+    def __init__(self, path: str, loader: yaml.SafeLoader):
+        self.path = path
+        self.loader = loader
+        self.assignments: list[Assignment] = []
+        self.problems: list[ConfigProblem] = []
+
+    def where(self, node: yaml.Node) -> str:
+        return f"{self.path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+
+    def read_namespace_map(self, node: yaml.Node, namespace: str) -> None:
+        label = f"namespace {namespace}" if namespace else "the top level of a config file"
+        if not isinstance(node, yaml.MappingNode):
+            self.problems.append(ConfigProblem(self.where(node), namespace, f"{label} must be a mapping"))
+            return
+        children = child_namespaces(namespace) if namespace else top_namespaces()
+        leaves = {s.name: s for s in settings_in(namespace)} if namespace else {}
+        seen: dict[str, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            name = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            full = f"{namespace}.{name}" if namespace else name
+            if name is None:
+                self.problems.append(
+                    ConfigProblem(self.where(key_node), namespace, "keys must be plain names")
+                )
+                continue
+            if name in seen:
+                first = seen[name].start_mark.line + 1
+                self.problems.append(
+                    ConfigProblem(self.where(key_node), full, f"duplicate key (first given on line {first})")
+                )
+                continue
+            seen[name] = key_node
+            if full in NAMESPACES:
+                self.read_namespace_map(value_node, full)
+            elif name in leaves:
+                self.read_leaf(leaves[name].key, value_node)
+            else:
+                options = [c.rsplit(".", 1)[-1] for c in children] + list(leaves)
+                kind = "namespace" if not namespace else "key"
+                hint = did_you_mean(name, options) or _other_namespace_hint(name)
+                self.problems.append(ConfigProblem(self.where(key_node), full, f"unknown {kind}{hint}"))
+
+    def read_leaf(self, key: str, node: yaml.Node) -> None:
+        setting = SETTINGS[key]
+        try:
+            raw = self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            self.problems.append(ConfigProblem(self.where(node), key, f"invalid value: {exc}"))
+            return
+        try:
+            value = setting.check(raw)
+        except SettingValueError as exc:
+            self.problems.append(ConfigProblem(self.where(node), key, str(exc)))
+            return
+        self.assignments.append(Assignment(key, value, file_source(self.path, *_line_col(node))))
+
+
+def _line_col(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _other_namespace_hint(name: str) -> str:
+    """'max_running_requests' placed in the wrong namespace: say where it belongs."""
+    homes = [s.key for s in SETTINGS.values() if s.name == name]
+    return f" (did you mean {homes[0]}?)" if len(homes) == 1 else ""

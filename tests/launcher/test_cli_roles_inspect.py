@@ -1,0 +1,55 @@
+import json
+
+from serve_command import run_serve
+
+from runtime_context import resolve
+from runtime_context.projections import projection_of
+
+
+def test_inspect_json_per_role_matches_projection_and_fingerprint(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("schedule:\n  max_running_requests: 12\n")
+    result = run_serve("roles", "inspect", "--config", str(cfg), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    processes = json.loads(result.stdout)["processes"]
+    roles = [p["role"] for p in processes]
+    assert roles == [
+        "launcher",
+        "tokenizer",
+        "scheduler",
+        "dp_controller",
+        "encoder",
+        "weight_cache_daemon",
+        "expert_backup",
+        "test",
+    ]
+    fingerprint = resolve(str(cfg), environ={}).fingerprint
+    for process in processes:
+        assert process["fingerprint"] == fingerprint
+        assert set(process["projection"]) == projection_of(process["role"])
+        assert {leaf["key"].rsplit(".", 1)[0] for leaf in process["leaves"]} <= set(process["projection"])
+    scheduler = next(p for p in processes if p["role"] == "scheduler")
+    leaf = next(item for item in scheduler["leaves"] if item["key"] == "schedule.max_running_requests")
+    assert leaf == {"key": "schedule.max_running_requests", "value": 12, "source": f"file {cfg}:2:25"}
+
+
+def test_inspect_one_role_as_table():
+    result = run_serve("roles", "inspect", "--role", "dp_controller")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("== role dp_controller  mode enforce")
+    assert "parallel.load_balance" in result.stdout
+    assert "model.path" not in result.stdout
+
+
+def test_inspect_in_record_mode_shows_every_namespace():
+    result = run_serve(
+        "roles", "inspect", "--role", "dp_controller", "--set", "roles.enforcement=record", "--format", "json"
+    )
+    entry = json.loads(result.stdout)["processes"][0]
+    assert entry["mode"] == "record"
+    assert any(leaf["key"] == "model.path" for leaf in entry["leaves"])
+
+
+def test_inspect_unknown_role_is_a_usage_error():
+    result = run_serve("roles", "inspect", "--role", "frontend")
+    assert result.returncode == 2 and "invalid choice" in result.stderr

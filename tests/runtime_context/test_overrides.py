@@ -1,0 +1,74 @@
+import pytest
+
+import runtime_context as rc
+from runtime_context import get_context, publish, resolve
+
+
+@pytest.fixture
+def context():
+    publish(resolve(environ={}), role="scheduler")
+    return get_context()
+
+
+def test_override_is_permanent_logged_with_source_and_caller(context):
+    context.override("autotune", schedule__max_running_requests=8, **{"exec.moe.recorder": "counts"})
+    assert rc.get_schedule().max_running_requests == 8
+    assert rc.get_exec().moe.recorder == "counts"
+    log = context.overrides_log()
+    assert [(e.source, e.key, e.old, e.new) for e in log] == [
+        ("autotune", "schedule.max_running_requests", 64, 8),
+        ("autotune", "exec.moe.recorder", "off", "counts"),
+    ]
+    assert log[0].caller.startswith(__file__ + ":")
+    source = str(context.current_source("schedule.max_running_requests"))
+    assert source.startswith("override autotune at " + __file__)
+
+
+def test_override_is_all_or_nothing(context):
+    with pytest.raises(ValueError, match="nothing changed"):
+        context.override("bad", schedule__max_running_requests=8, memory__page_size=0)
+    assert rc.get_schedule().max_running_requests == 64
+    with pytest.raises(ValueError, match="schedule.max_runs: unknown setting"):
+        context.override("bad", schedule__max_runs=1)
+    assert context.overrides_log() == []
+
+
+def test_overrides_log_returns_copies(context):
+    context.override("a", memory__page_size=32)
+    log = context.overrides_log()
+    log.clear()
+    assert len(context.overrides_log()) == 1
+    assert context.overrides_log()[0] is not context.overrides_log()[0]
+
+
+def test_snapshot_restore_covers_record_bags_log_and_role(context):
+    saved = context.snapshot()
+    context.override("a", memory__page_size=32)
+    publish(resolve(sets=["http.port=1"], environ={}), role="tokenizer")
+    context.override("b", http__port=2)
+    context.restore(saved)
+    assert context.publish_role == "scheduler"
+    assert rc.get_memory().page_size == 16
+    assert context.overrides_log() == []
+
+
+def test_scoped_context_nests(context):
+    with context.scoped():
+        context.override("outer", memory__page_size=32)
+        with context.scoped():
+            context.override("inner", memory__page_size=64)
+            assert rc.get_memory().page_size == 64
+        assert rc.get_memory().page_size == 32
+        assert [e.source for e in context.overrides_log()] == ["outer"]
+    assert rc.get_memory().page_size == 16
+    assert context.overrides_log() == []
+
+
+def test_snapshot_restores_recorded_reads():
+    publish(resolve(sets=["roles.enforcement=record"], environ={}), role="test")
+    context = get_context()
+    rc.get_http().port  # noqa: B018
+    with context.scoped():
+        rc.get_memory().page_size  # noqa: B018
+        assert len(context.recorded_reads()) == 2
+    assert [r[1] for r in context.recorded_reads()] == ["http"]
