@@ -1,0 +1,248 @@
+"""Read a llama-family GGUF file: its shape, its tensors (float32 or raw quant blocks) and tokenizer metadata.
+
+Tensors come back under Hugging Face Llama names (``model.layers.0.self_attn.q_proj.weight``) in torch
+layout (out_features, in_features), with llama.cpp's Q/K row permutation undone, so one model code path
+serves GGUF and HF checkpoints alike.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from roles.model_files.model_path import ModelFileError
+from roles.model_files.model_shape import ModelShape
+
+SUPPORTED_ARCHITECTURES = ("llama",)
+SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+
+_GLOBAL_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+_LAYER_NAMES = {
+    "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
+_LAYER_PATTERN = re.compile(r"blk\.(\d+)\.(\w+)\.(weight|bias)")
+
+
+def hf_name(gguf_name: str) -> str | None:
+    """The HF Llama name of a GGUF tensor, or None for tensors the model does not use."""
+    if gguf_name in _GLOBAL_NAMES:
+        return _GLOBAL_NAMES[gguf_name]
+    match = _LAYER_PATTERN.fullmatch(gguf_name)
+    if match and match.group(2) in _LAYER_NAMES:
+        return f"model.layers.{match.group(1)}.{_LAYER_NAMES[match.group(2)]}.{match.group(3)}"
+    return None
+
+
+def unpermute_rope_rows(rows: torch.Tensor | np.ndarray, num_heads: int):
+    """Undo llama.cpp's Q/K permutation along dim 0 (works for float weights and raw quant block rows).
+
+    llama.cpp stores each head's rows as interleaved pairs (x0, x_half, x1, x_half+1, ...) for its
+    GPT-J-style RoPE; HF's rotate_half wants the two halves contiguous. Per head: (D/2, 2) -> (2, D/2).
+    """
+    head_rows = rows.shape[0] // num_heads
+    if isinstance(rows, np.ndarray):
+        split = rows.reshape(num_heads, head_rows // 2, 2, *rows.shape[1:])
+        return np.ascontiguousarray(split.swapaxes(1, 2)).reshape(rows.shape)
+    split = rows.reshape(num_heads, head_rows // 2, 2, *rows.shape[1:])
+    return split.transpose(1, 2).reshape(rows.shape).contiguous()
+
+
+@dataclass(frozen=True)
+class RawQuantTensor:
+    """The untouched GGUF blocks of a quantised 2-D weight, rows already un-permuted like ``tensor()``."""
+
+    type_name: str  # "Q4_1" or "Q8_0" ...
+    rows: int  # out_features
+    cols: int  # in_features
+    blocks: np.ndarray  # (rows, bytes_per_row) uint8
+
+
+@dataclass(frozen=True)
+class TokenizerMetadata:
+    model: str  # "gpt2" for byte-level BPE
+    pre: str | None  # pre-tokenizer name, e.g. "smollm"
+    tokens: list[str]
+    merges: list[str]
+    token_types: list[int]  # llama.cpp token types: 1 normal, 2 unknown, 3 control, 4 user-defined, 6 byte
+    bos_token_id: int | None
+    eos_token_id: int | None
+    pad_token_id: int | None
+    unknown_token_id: int | None
+    chat_template: str | None
+    add_bos_token: bool
+    add_eos_token: bool
+
+
+class GGUFCheckpoint:
+    """One opened GGUF file (memory-mapped by gguf.GGUFReader; tensors are read lazily)."""
+
+    def __init__(self, path: str | pathlib.Path):
+        import gguf
+
+        self.path = pathlib.Path(path)
+        try:
+            self._reader = gguf.GGUFReader(self.path)
+        except Exception as error:
+            raise ModelFileError(f"{self.path} is not a readable GGUF file: {error}") from error
+        self._tensors = {t.name: t for t in self._reader.tensors}
+        architecture = self.field("general.architecture")
+        if architecture not in SUPPORTED_ARCHITECTURES:
+            raise ModelFileError(
+                f"{self.path}: architecture {architecture!r} is not supported "
+                f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})"
+            )
+        self.architecture = architecture
+
+    def field(self, key: str, default=None):
+        field = self._reader.fields.get(key)
+        if field is None:
+            return default
+        try:
+            return field.contents()
+        except Exception as error:
+            raise ModelFileError(f"{self.path}: metadata field {key!r} is unreadable: {error}") from error
+
+    def _required(self, key: str):
+        value = self.field(key)
+        if value is None:
+            raise ModelFileError(f"{self.path}: required metadata field {key!r} is missing")
+        return value
+
+    def shape(self) -> ModelShape:
+        arch = self.architecture
+        hidden = int(self._required(f"{arch}.embedding_length"))
+        num_heads = int(self._required(f"{arch}.attention.head_count"))
+        tokens = self.field("tokenizer.ggml.tokens")
+        vocab = self.field(f"{arch}.vocab_size") or (len(tokens) if tokens else None)
+        if vocab is None:
+            vocab = int(self._gguf_tensor("token_embd.weight").shape[1])
+        if "rope_freqs.weight" in self._tensors:
+            raise ModelFileError(
+                f"{self.path}: per-frequency RoPE factors (rope_freqs.weight) are not supported"
+            )
+        return ModelShape(
+            architecture=arch,
+            vocab_size=int(vocab),
+            hidden_size=hidden,
+            intermediate_size=int(self._required(f"{arch}.feed_forward_length")),
+            num_layers=int(self._required(f"{arch}.block_count")),
+            num_heads=num_heads,
+            num_kv_heads=int(self.field(f"{arch}.attention.head_count_kv", num_heads)),
+            head_dim=int(self.field(f"{arch}.attention.key_length", hidden // num_heads)),
+            rms_norm_eps=float(self.field(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)),
+            rope_theta=float(self.field(f"{arch}.rope.freq_base", 10000.0)),
+            context_length=int(self.field(f"{arch}.context_length", 2048)),
+            tie_word_embeddings="output.weight" not in self._tensors,
+            rope_scaling=self._rope_scaling(),
+        )
+
+    def _rope_scaling(self) -> dict | None:
+        kind = self.field(f"{self.architecture}.rope.scaling.type")
+        if kind in (None, "none"):
+            return None
+        if kind == "linear":
+            return {
+                "rope_type": "linear",
+                "factor": float(self._required(f"{self.architecture}.rope.scaling.factor")),
+            }
+        raise ModelFileError(f"{self.path}: RoPE scaling type {kind!r} is not supported (supported: linear)")
+
+    def hf_tensor_names(self) -> dict[str, str]:
+        """HF name -> GGUF name for every tensor the model uses."""
+        names = {}
+        for gguf_name in self._tensors:
+            name = hf_name(gguf_name)
+            if name is not None:
+                names[name] = gguf_name
+        return names
+
+    def _rope_heads(self, gguf_name: str) -> int | None:
+        if gguf_name.endswith("attn_q.weight"):
+            return int(self._required(f"{self.architecture}.attention.head_count"))
+        if gguf_name.endswith("attn_k.weight"):
+            heads = int(self._required(f"{self.architecture}.attention.head_count"))
+            return int(self.field(f"{self.architecture}.attention.head_count_kv", heads))
+        return None
+
+    def _gguf_tensor(self, gguf_name: str):
+        if gguf_name not in self._tensors:
+            raise ModelFileError(f"{self.path}: tensor {gguf_name!r} is missing")
+        return self._tensors[gguf_name]
+
+    def tensor_type(self, gguf_name: str) -> str:
+        return self._gguf_tensor(gguf_name).tensor_type.name
+
+    def tensor(self, gguf_name: str) -> torch.Tensor:
+        """A tensor as float32 in torch layout (rows = out_features), Q/K rows un-permuted."""
+        from gguf.quants import dequantize
+
+        info = self._gguf_tensor(gguf_name)
+        type_name = info.tensor_type.name
+        if type_name not in SUPPORTED_TENSOR_TYPES:
+            raise ModelFileError(
+                f"{self.path}: tensor {gguf_name!r} has type {type_name}, which is not supported "
+                f"(supported: {', '.join(SUPPORTED_TENSOR_TYPES)})"
+            )
+        # GGUF lists dims innermost first; torch wants them outermost first.
+        torch_shape = tuple(int(d) for d in reversed(info.shape.tolist()))
+        try:
+            values = dequantize(info.data, info.tensor_type).astype(np.float32, copy=False)
+            values = values.reshape(torch_shape)
+        except Exception as error:
+            raise ModelFileError(
+                f"{self.path}: tensor {gguf_name!r} ({type_name}) is unreadable: {error}"
+            ) from error
+        heads = self._rope_heads(gguf_name)
+        if heads is not None:
+            values = unpermute_rope_rows(values, heads)
+        return torch.from_numpy(np.array(values, dtype=np.float32, copy=True))
+
+    def raw_tensor(self, gguf_name: str) -> RawQuantTensor:
+        """The GGUF blocks of a 2-D quantised weight, for kernels that run them without float32."""
+        info = self._gguf_tensor(gguf_name)
+        rows, cols = int(info.shape[1]), int(info.shape[0])
+        blocks = np.asarray(info.data).reshape(rows, -1)
+        heads = self._rope_heads(gguf_name)
+        if heads is not None:
+            blocks = unpermute_rope_rows(blocks, heads)
+        return RawQuantTensor(info.tensor_type.name, rows, cols, np.ascontiguousarray(blocks))
+
+    def tokenizer_metadata(self) -> TokenizerMetadata:
+        tokens = self.field("tokenizer.ggml.tokens")
+        if not tokens:
+            raise ModelFileError(f"{self.path}: no tokenizer in the GGUF metadata (tokenizer.ggml.tokens)")
+
+        def optional_int(key):
+            value = self.field(key)
+            return None if value is None else int(value)
+
+        return TokenizerMetadata(
+            model=str(self.field("tokenizer.ggml.model", "gpt2")),
+            pre=self.field("tokenizer.ggml.pre"),
+            tokens=list(tokens),
+            merges=list(self.field("tokenizer.ggml.merges") or []),
+            token_types=[int(t) for t in (self.field("tokenizer.ggml.token_type") or [1] * len(tokens))],
+            bos_token_id=optional_int("tokenizer.ggml.bos_token_id"),
+            eos_token_id=optional_int("tokenizer.ggml.eos_token_id"),
+            pad_token_id=optional_int("tokenizer.ggml.padding_token_id"),
+            unknown_token_id=optional_int("tokenizer.ggml.unknown_token_id"),
+            chat_template=self.field("tokenizer.chat_template"),
+            add_bos_token=bool(self.field("tokenizer.ggml.add_bos_token", False)),
+            add_eos_token=bool(self.field("tokenizer.ggml.add_eos_token", False)),
+        )
