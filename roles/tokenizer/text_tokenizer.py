@@ -1,0 +1,156 @@
+"""Text <-> token ids for a checkpoint, built with the ``tokenizers`` library from GGUF metadata or tokenizer.json.
+
+GGUF "gpt2" vocabularies become a byte-level BPE from the file's tokens and merges; control and
+user-defined tokens become added tokens so text such as ``<|im_start|>`` maps to its single id.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+from roles.model_files.gguf_checkpoint import GGUFCheckpoint, TokenizerMetadata
+from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
+from roles.tokenizer.chat_template import render_chat_template
+
+_CONTROL, _USER_DEFINED = 3, 4
+
+
+def _gguf_pre_tokenizer(pre: str | None, source: pathlib.Path):
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if pre in (None, "default", "gpt2"):
+        return byte_level
+    if pre == "smollm":
+        # SmolLM's own tokenizer (and llama.cpp's "smollm"): every digit is its own piece, then GPT-2 splitting.
+        return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+    raise ModelFileError(f"{source}: pre-tokenizer {pre!r} is not supported (supported: gpt2, smollm)")
+
+
+def _tokenizer_from_gguf(meta: TokenizerMetadata, source: pathlib.Path) -> Tokenizer:
+    if meta.model != "gpt2":
+        raise ModelFileError(f"{source}: tokenizer model {meta.model!r} is not supported (supported: gpt2)")
+    vocab = {token: index for index, token in enumerate(meta.tokens)}
+    merges = [tuple(merge.split(" ", 1)) for merge in meta.merges]
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
+    tokenizer.pre_tokenizer = _gguf_pre_tokenizer(meta.pre, source)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_tokens(
+        [
+            AddedToken(meta.tokens[i], special=kind == _CONTROL, normalized=False)
+            for i, kind in enumerate(meta.token_types)
+            if kind in (_CONTROL, _USER_DEFINED)
+        ]
+    )
+    prefix = [meta.tokens[meta.bos_token_id]] if meta.add_bos_token and meta.bos_token_id is not None else []
+    suffix = [meta.tokens[meta.eos_token_id]] if meta.add_eos_token and meta.eos_token_id is not None else []
+    if prefix or suffix:
+        specials = [(token, vocab[token]) for token in prefix + suffix]
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=" ".join(prefix + ["$A"] + suffix), special_tokens=specials
+        )
+    return tokenizer
+
+
+def _token_text(value) -> str | None:
+    """tokenizer_config.json writes special tokens either as strings or as AddedToken dicts."""
+    if isinstance(value, dict):
+        return value.get("content")
+    return value
+
+
+def _read_json(path: pathlib.Path) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError as error:
+        raise ModelFileError(f"{path} is not valid JSON: {error}") from error
+
+
+def _hf_chat_template(folder: pathlib.Path, config: dict) -> str | None:
+    jinja_file = folder / "chat_template.jinja"
+    if jinja_file.is_file():
+        return jinja_file.read_text()
+    template = config.get("chat_template")
+    if isinstance(template, list):  # named templates: use "default"
+        named = {entry.get("name"): entry.get("template") for entry in template}
+        return named.get("default") or next(iter(named.values()), None)
+    return template
+
+
+class TextTokenizer:
+    """encode / decode / chat template for one checkpoint."""
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        bos_token: str | None,
+        eos_token: str | None,
+        eos_token_ids: frozenset[int],
+        chat_template: str | None,
+    ):
+        self.tokenizer = tokenizer
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        self.bos_token_id = None if bos_token is None else tokenizer.token_to_id(bos_token)
+        self.eos_token_ids = eos_token_ids
+        self.chat_template = chat_template
+        self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+
+    @classmethod
+    def from_gguf(cls, path: str | pathlib.Path) -> TextTokenizer:
+        meta = GGUFCheckpoint(path).tokenizer_metadata()
+        tokenizer = _tokenizer_from_gguf(meta, pathlib.Path(path))
+
+        def token(index):
+            return None if index is None or not 0 <= index < len(meta.tokens) else meta.tokens[index]
+
+        eos_ids = frozenset(i for i in (meta.eos_token_id,) if i is not None)
+        return cls(tokenizer, token(meta.bos_token_id), token(meta.eos_token_id), eos_ids, meta.chat_template)
+
+    @classmethod
+    def from_hf_folder(cls, folder: str | pathlib.Path) -> TextTokenizer:
+        folder = pathlib.Path(folder)
+        try:
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except Exception as error:
+            raise ModelFileError(
+                f"{folder / 'tokenizer.json'} is not a loadable tokenizer: {error}"
+            ) from error
+        config = _read_json(folder / "tokenizer_config.json")
+        bos, eos = _token_text(config.get("bos_token")), _token_text(config.get("eos_token"))
+        eos_ids = set()
+        for source in (_read_json(folder / "generation_config.json"), _read_json(folder / "config.json")):
+            value = source.get("eos_token_id")
+            if value is not None:
+                eos_ids.update(value if isinstance(value, list) else [value])
+                break
+        if eos is not None and tokenizer.token_to_id(eos) is not None:
+            eos_ids.add(tokenizer.token_to_id(eos))
+        return cls(tokenizer, bos, eos, frozenset(int(i) for i in eos_ids), _hf_chat_template(folder, config))
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True, **extra) -> str:
+        return render_chat_template(
+            self.chat_template,
+            messages,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos_token,
+            eos_token=self.eos_token,
+            **extra,
+        )
+
+
+def load_text_tokenizer(path: str | pathlib.Path) -> TextTokenizer:
+    """The tokenizer of a model path (alias, .gguf file or HF folder)."""
+    resolved = resolve_model_path(str(path))
+    if is_gguf(resolved):
+        return TextTokenizer.from_gguf(resolved)
+    return TextTokenizer.from_hf_folder(resolved)
