@@ -1,0 +1,186 @@
+"""The engine core, usable in-process without any server: requests in, one token per request per step out.
+
+``step()`` = schedule (continuous batching, chunked prefill, preemption) -> build one ForwardBatch ->
+model forward over the paged KV cache -> sample the rows whose sequences are fully computed -> stop checks.
+A stop token (eos or stop_token_ids) is reported and kept in the request's output ids; the layer that
+turns ids into text decides whether to show it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import torch
+
+from roles.scheduler.batch_scheduler import BatchScheduler
+from roles.scheduler.eos_ids import eos_token_ids
+from roles.scheduler.forward_batch import ForwardBatch
+from roles.scheduler.kv_cache import KVCache
+from roles.scheduler.page_allocator import PageAllocator
+from roles.scheduler.prefix_cache import PrefixCache
+from roles.scheduler.request import Request, SamplingParams
+from roles.scheduler.sampler import Sampler
+from roles.scheduler.step_inputs import build_forward_batch
+
+
+@dataclass
+class EngineConfig:
+    model_path: str = "smollm2"
+    weight_dtype: str = "exact"
+    threads: int | None = None
+    max_running_requests: int = 32
+    chunked_prefill_size: int = 512  # new tokens per step, prefill chunks and decodes together
+    kv_cache_tokens: int = 16384  # KV budget; kv_cache_tokens // page_size pages are usable
+    page_size: int = 16
+    enable_prefix_cache: bool = True
+
+
+@dataclass
+class TokenOutput:
+    """One event per request per step: a new token, or the end of an aborted request (token_id None)."""
+
+    request_id: str
+    token_id: int | None
+    # Both from the post-penalty, pre-temperature distribution, when the request asked for logprobs.
+    logprob: float | None = None  # of token_id
+    top_logprobs: list[tuple[int, float]] | None = None  # [(token id, logprob)], highest first
+    is_finished: bool = False
+    finish_reason: str | None = None  # "stop" | "length" | "abort"
+
+
+class Engine:
+    def __init__(self, config: EngineConfig, model_and_shape: tuple | None = None):
+        """Loads ``config.model_path`` unless ``model_and_shape`` (model, ModelShape) is given (tests)."""
+        if config.page_size < 1 or config.kv_cache_tokens < config.page_size:
+            raise ValueError(
+                f"kv_cache_tokens must be >= page_size >= 1; got {config.kv_cache_tokens} and {config.page_size}"
+            )
+        loaded_here = model_and_shape is None
+        if loaded_here:
+            from roles.scheduler.models.llama import load_model
+
+            model_and_shape = load_model(
+                config.model_path, weight_dtype=config.weight_dtype, threads=config.threads
+            )
+        self.config = config
+        self.model, self.shape = model_and_shape
+        self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
+        num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
+        self.kv_cache = KVCache(self.shape, num_pages, config.page_size)
+        self.prefix_cache = PrefixCache(
+            PageAllocator(num_pages), config.page_size, config.enable_prefix_cache
+        )
+        self.scheduler = BatchScheduler(
+            self.prefix_cache, config.max_running_requests, config.chunked_prefill_size
+        )
+        self.sampler = Sampler()
+        # A request alone must always fit, or preemption could not make progress.
+        self.max_total_tokens = min(self.shape.context_length, (num_pages - 1) * config.page_size)
+        self._requests: dict[str, Request] = {}
+        self._pending_outputs: list[TokenOutput] = []
+        self._arrivals = itertools.count()
+
+    # ---- requests -------------------------------------------------------------------------------------
+    def add_request(
+        self, request_id: str, prompt_ids: list[int], params: SamplingParams | None = None
+    ) -> None:
+        params = params or SamplingParams()
+        if request_id in self._requests:
+            raise ValueError(f"request id {request_id!r} is already in use")
+        if len(prompt_ids) >= self.max_total_tokens:
+            raise ValueError(
+                f"the prompt must be shorter than {self.max_total_tokens} tokens (context length / KV budget); "
+                f"got {len(prompt_ids)}"
+            )
+        if prompt_ids and not 0 <= min(prompt_ids) <= max(prompt_ids) < self.shape.vocab_size:
+            raise ValueError(f"prompt token ids must be in [0, {self.shape.vocab_size})")
+        request = Request(request_id, prompt_ids, params, next(self._arrivals), self.max_total_tokens)
+        self._requests[request_id] = request
+        self.scheduler.add(request)
+
+    def abort(self, request_id: str) -> bool:
+        """Stop a waiting or running request now (its pages are freed at once); the next step() reports it."""
+        request = self._requests.pop(request_id, None)
+        if request is None:
+            return False
+        self.scheduler.finish(request, "abort")
+        self._pending_outputs.append(TokenOutput(request_id, None, is_finished=True, finish_reason="abort"))
+        return True
+
+    def has_unfinished(self) -> bool:
+        return bool(self._requests) or bool(self._pending_outputs)
+
+    # ---- the step -------------------------------------------------------------------------------------
+    def step(self) -> list[TokenOutput]:
+        outputs, self._pending_outputs = self._pending_outputs, []
+        batch = self.scheduler.schedule()
+        if batch.is_empty:
+            return outputs
+        forward_batch: ForwardBatch = build_forward_batch(batch, self.config.page_size)
+        with torch.inference_mode():
+            logits = self.model.forward(forward_batch, self.kv_cache)
+            self.scheduler.on_computed(batch)
+            # Partially prefilled sequences produce no token this step.
+            rows = [i for i, r in enumerate(batch.requests) if r.num_computed_tokens == r.num_tokens]
+            if not rows:
+                return outputs
+            requests = (
+                batch.requests if len(rows) == len(batch.requests) else [batch.requests[i] for i in rows]
+            )
+            if len(rows) != len(batch.requests):
+                logits = logits[rows]
+            sampled = self.sampler.sample(logits, requests)
+        for request, token_id, logprobs in zip(requests, sampled.token_ids, sampled.logprobs, strict=True):
+            outputs.append(self._append_token(request, token_id, logprobs))
+        return outputs
+
+    def _append_token(self, request: Request, token_id: int, logprobs) -> TokenOutput:
+        request.token_ids.append(token_id)
+        output = TokenOutput(request.request_id, token_id)
+        if logprobs is not None:
+            request.logprobs.append(logprobs)
+            output.logprob, output.top_logprobs = logprobs
+        params = request.params
+        reason = None
+        if token_id in params.stop_token_ids or (not params.ignore_eos and token_id in self.eos_token_ids):
+            reason = "stop"
+        elif request.num_output_tokens >= params.max_tokens or request.num_tokens >= request.max_total_tokens:
+            reason = "length"
+        if reason is not None:
+            self.scheduler.finish(request, reason)
+            del self._requests[request.request_id]
+            output.is_finished = True
+            output.finish_reason = reason
+        return output
+
+    # ---- conveniences ---------------------------------------------------------------------------------
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams] | None = None
+    ) -> list[list[int]]:
+        """Run prompts to completion together; each result holds the output ids (stop token included)."""
+        params_list = params if isinstance(params, list) else [params or SamplingParams()] * len(prompts)
+        base = next(self._arrivals)
+        ids = [f"generate-{base}-{i}" for i in range(len(prompts))]
+        for request_id, prompt, request_params in zip(ids, prompts, params_list, strict=True):
+            self.add_request(request_id, prompt, request_params)
+        results: dict[str, list[int]] = {request_id: [] for request_id in ids}
+        while self.has_unfinished():
+            for output in self.step():
+                if output.request_id in results and output.token_id is not None:
+                    results[output.request_id].append(output.token_id)
+        return [results[request_id] for request_id in ids]
+
+    def stats(self) -> dict[str, int]:
+        cache = self.prefix_cache
+        return {
+            "num_running": len(self.scheduler.running),
+            "num_waiting": len(self.scheduler.waiting),
+            "num_kv_pages_used": cache.num_used_pages,
+            "num_kv_pages_total": cache.allocator.num_usable_pages,
+            "num_prefix_cached_pages": cache.num_cached_pages,
+            "num_prefix_hit_tokens": cache.num_hit_tokens,
+            "num_prefix_queried_tokens": cache.num_queried_tokens,
+            "num_prefix_evictions": cache.num_evictions,
+            "num_preemptions": self.scheduler.num_preemptions,
+        }
