@@ -53,7 +53,9 @@ def make_bag(
     shape = (bag_type, namespace, frozenset(blocked))
     cls = _SHAPED_CLASSES.get(shape)
     if cls is None:
-        attrs = {name: _NotProjected(target) for name, target in blocked.items()}
+        attrs: dict[str, Any] = {name: _NotProjected(target) for name, target in blocked.items()}
+        if bag_type is RecordingBag and leaves is not None:
+            attrs.update({s.name: _RecordedLeaf() for s in settings_in(namespace)})
         cls = _SHAPED_CLASSES[shape] = type(f"{bag_type.__name__}[{namespace}]", (bag_type,), attrs)
     return cls(namespace, leaves, children, view)
 
@@ -71,7 +73,7 @@ class Bag:
         object.__setattr__(self, "_view", view)  # the ProjectionView: role, allowed set, read recorder
         object.__setattr__(self, "_record_read", view.record_read)
         for name, value in self._leaves.items():
-            object.__setattr__(self, name, value)
+            self._store(name, value)
         for name, child in self._children.items():
             object.__setattr__(self, name.rsplit(".", 1)[-1], child)
 
@@ -113,9 +115,13 @@ class Bag:
             raise ValueError("override rejected, nothing changed: " + "; ".join(errors))
         return checked
 
+    def _store(self, name: str, value: Any) -> None:
+        # object.__setattr__ keeps the instance on CPython's fastest attribute path (inline values).
+        object.__setattr__(self, name, value)
+
     def _set_leaf(self, name: str, value: Any) -> None:
         self._leaves[name] = value
-        object.__setattr__(self, name, value)
+        self._store(name, value)
 
     @contextmanager
     def override(self, **leaves: Any) -> Iterator[Bag]:
@@ -138,13 +144,26 @@ class Bag:
 
 
 class RecordingBag(Bag):
-    """record mode: every read is allowed and (role, namespace, leaf, call site) is counted."""
+    """record mode: every read is allowed and (role, namespace, leaf, call site) is counted.
 
-    def __getattribute__(self, name: str) -> Any:
-        value = object.__getattribute__(self, name)
-        if name[0] != "_" and name in object.__getattribute__(self, "_leaves"):
-            frame = sys._getframe(1)  # the reading code itself
-            object.__getattribute__(self, "_record_read")(
-                object.__getattribute__(self, "_namespace"), name, frame.f_code.co_filename, frame.f_lineno
-            )
-        return value
+    Each leaf is a data descriptor on the bag's class (see make_bag), which wins over the instance
+    attribute, so only leaf reads pay for recording; other attributes stay plain.
+    """
+
+    def _store(self, name: str, value: Any) -> None:
+        self.__dict__[name] = value  # past the leaf's descriptor, whose __set__ refuses writes
+
+
+class _RecordedLeaf:
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, bag: Bag | None, owner: type) -> Any:
+        if bag is None:
+            return self
+        frame = sys._getframe(1)  # the reading code itself
+        bag._record_read(bag._namespace, self.name, frame.f_code.co_filename, frame.f_lineno)
+        return bag._leaves[self.name]
+
+    def __set__(self, bag: Bag, value: Any) -> None:
+        bag.__setattr__(self.name, value)  # raises BagReadOnly with the way to write instead
