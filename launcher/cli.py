@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 
 from launcher.derivations import LAUNCHER_RULES
+from launcher.live_inspect import LiveInspectError, fetch_live_entries
 from launcher.settings_help import settings_reference
-from runtime_context import EXIT_CONFIG_ERROR, ConfigError, ResolvedConfig, resolve
+from runtime_context import EXIT_CONFIG_ERROR, ConfigError, ResolvedConfig, get_http, publish, resolve
+from runtime_context.audit import audit, render_audit
 from runtime_context.cli_env_sources import SHORT_FLAGS
 from runtime_context.inspect_report import (
     offline_entry,
@@ -53,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=epilog,
         formatter_class=formatter,
     )
-    commands = parser.add_subparsers(dest="command", metavar="{config,roles}")
+    commands = parser.add_subparsers(dest="command", metavar="{config,roles,cache}")
 
     config = commands.add_parser("config", help="show or validate the resolved configuration")
     config_commands = config.add_subparsers(dest="action", metavar="{show,validate}", required=True)
@@ -74,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     roles = commands.add_parser("roles", help="what each role sees")
-    roles_commands = roles.add_subparsers(dest="action", metavar="{inspect}", required=True)
+    roles_commands = roles.add_subparsers(dest="action", metavar="{inspect,audit}", required=True)
     inspect = roles_commands.add_parser(
         "inspect",
         parents=[common],
@@ -84,6 +87,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--role", choices=known_roles(), help="only this role")
     inspect.add_argument("--format", choices=("table", "json"), default="table")
+    inspect.add_argument("--url", help="ask a running server (e.g. http://127.0.0.1:30000) what it published")
+    audit = roles_commands.add_parser(
+        "audit",
+        parents=[common],
+        help="namespaces each running role read vs its projection (record mode)",
+        epilog=epilog,
+        formatter_class=formatter,
+    )
+    audit.add_argument("--url", required=True, help="the running server, e.g. http://127.0.0.1:30000")
+    audit.add_argument("--format", choices=("table", "json"), default="table")
+    cache = commands.add_parser("cache", help="the persistent weight cache (weight_cache.persist: true)")
+    cache_commands = cache.add_subparsers(dest="action", metavar="{ls,drop}", required=True)
+    cache_commands.add_parser("ls", help="list cached models and their shared memory")
+    drop = cache_commands.add_parser("drop", help="free cached entries (all when no KEY is given)")
+    drop.add_argument("key", nargs="?", help="an entry key (or its prefix) from `serve cache ls`")
+    drop.add_argument("--stop", action="store_true", help="also stop the daemon")
     return parser
 
 
@@ -100,6 +119,10 @@ def resolve_from_args(args: argparse.Namespace) -> ResolvedConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "cache":  # works on the running daemon, not on a configuration
+        from launcher.cache_commands import cache_drop, cache_ls
+
+        return cache_ls() if args.action == "ls" else cache_drop(args.key, args.stop)
     try:
         resolved = resolve_from_args(args)
     except ConfigError as error:
@@ -114,13 +137,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(render_resolved_table(resolved))
         return 0
     if args.command == "roles":
-        roles = [args.role] if args.role else known_roles()
-        entries = [offline_entry(resolved, role) for role in roles]
-        sys.stdout.write(render_json(entries) + "\n" if args.format == "json" else render_table(entries))
-        return 0
+        return _roles(args, resolved)
     from launcher.supervisor import run_server
 
     return run_server(resolved)
+
+
+def _roles(args: argparse.Namespace, resolved: ResolvedConfig) -> int:
+    url = getattr(args, "url", None)
+    if url:
+        publish(resolved, role="launcher")  # this CLI process reads http.api_key through its bags too
+        try:
+            entries = fetch_live_entries(url, get_http().api_key)
+        except LiveInspectError as error:
+            print(f"serve roles {args.action}: {error}", file=sys.stderr)
+            return 1
+    else:
+        entries = [offline_entry(resolved, role) for role in known_roles()]
+    if args.action == "audit":
+        rows = audit(entries)
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n" if args.format == "json" else render_audit(rows))
+        return 0
+    if args.role:
+        entries = [entry for entry in entries if entry.get("role") == args.role]
+    sys.stdout.write(render_json(entries) + "\n" if args.format == "json" else render_table(entries))
+    return 0
 
 
 if __name__ == "__main__":

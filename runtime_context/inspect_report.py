@@ -82,7 +82,10 @@ def render_json(entries: list[dict[str, Any]]) -> str:
 def render_table(entries: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     for entry in entries:
-        who = entry["role"] if entry["instance"] is None else f"{entry['role']}[{entry['instance']}]"
+        who = entry["role"] if entry.get("instance") is None else f"{entry['role']}[{entry['instance']}]"
+        if "error" in entry:
+            lines += [f"== role {who}: {entry['error']}", ""]
+            continue
         pid = f"  pid {entry['pid']}" if entry["pid"] is not None else ""
         lines.append(f"== role {who}{pid}  mode {entry['mode']}  fingerprint {entry['fingerprint'][:16]}")
         lines.append(f"   projection: {', '.join(entry['projection']) or '(nothing)'}")

@@ -1,11 +1,13 @@
 """Which namespaces each role may read. Fail-closed: a role sees nothing it does not declare.
 
-Roles whose process code has not landed yet are declared here; a role that has its own module
-declares its projection there with `declare_projection` and this table takes it from that module.
+A role with its own process code declares its projection next to that code (`roles/<role>/projection.py`,
+indexed by `roles/projections.py`, loaded on first use); roles whose process code has not landed yet are
+declared here.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 
 from runtime_context.settings import NAMESPACES
@@ -24,7 +26,28 @@ def declare_projection(role: str, namespaces: Iterable[str]) -> frozenset[str]:
     return allowed
 
 
+ROLE_ORDER = (
+    "launcher",
+    "tokenizer",
+    "scheduler",
+    "dp_controller",
+    "encoder",
+    "weight_cache_daemon",
+    "expert_backup",
+    "test",
+)
+_role_modules_loaded = False
+
+
+def _load_role_declarations() -> None:
+    global _role_modules_loaded
+    if not _role_modules_loaded:
+        _role_modules_loaded = True
+        importlib.import_module("roles.projections")
+
+
 def projection_of(role: str) -> frozenset[str]:
+    _load_role_declarations()
     try:
         return _PROJECTIONS[role]
     except KeyError:
@@ -32,27 +55,11 @@ def projection_of(role: str) -> frozenset[str]:
 
 
 def known_roles() -> list[str]:
-    return list(_PROJECTIONS)
+    _load_role_declarations()
+    order = {role: index for index, role in enumerate(ROLE_ORDER)}
+    return sorted(_PROJECTIONS, key=lambda role: order.get(role, len(order)))
 
 
 declare_projection("launcher", NAMESPACES)
-declare_projection("tokenizer", ("model", "http", "tokenizer", "schedule", "observability"))
-declare_projection(
-    "scheduler",
-    (
-        "model",
-        "schedule",
-        "memory",
-        "parallel",
-        "exec",
-        "exec.moe",
-        "weight_cache",
-        "expert_backup",
-        "observability",
-    ),
-)
-declare_projection("dp_controller", ("parallel", "schedule", "observability"))
-declare_projection("encoder", ("encoder", "exec", "observability"))
-declare_projection("weight_cache_daemon", ("model", "weight_cache", "observability"))
 declare_projection("expert_backup", ("model", "exec.moe", "expert_backup", "observability"))
 declare_projection("test", NAMESPACES)

@@ -48,7 +48,9 @@ def resolve(
         except DerivationFailed as failure:
             origin = sources[failure.key]
             where = origin.detail if origin.kind == "file" else str(origin)
-            problems.append(ConfigProblem(where, failure.key, str(failure)))
+            problem = ConfigProblem(where, failure.key, str(failure))
+            if problem not in problems:  # two rules reading one broken input report it once
+                problems.append(problem)
             continue
         values[rule.target] = value
         sources[rule.target] = derived_source(rule.name, rule.inputs)

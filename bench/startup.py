@@ -1,0 +1,166 @@
+"""Start-up and memory of `serve` with the default model, with and without the weight_cache_daemon.
+
+    .venv/bin/python bench/startup.py [--quick]
+
+Prints: cold start (no daemon), start with a private daemon, first and second start with a persistent
+daemon (warm), scheduler restart to READY with and without the daemon, and the proportional set size
+(PSS, psutil) of the whole server for dp_size 1 and 2 with and without the daemon, with ratios.
+Loopback only; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import httpx
+import psutil
+import yaml
+
+SERVE = str(pathlib.Path(sys.executable).with_name("serve"))
+
+
+class Server:
+    def __init__(self, config: dict, env: dict | None = None):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        config = {**config, "http": {"host": "127.0.0.1", "port": self.port}}
+        path = pathlib.Path(tempfile.mkdtemp()) / "cfg.yaml"
+        path.write_text(yaml.safe_dump(config))
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("ROLESERVE_")}
+        full_env.update(env or {})
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [SERVE, "--config", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=full_env,
+            start_new_session=True,
+        )
+        self.lines: list[tuple[float, str]] = []
+        self.ready_at: float | None = None
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append((time.monotonic(), line))
+            if "roleserve ready on" in line and self.ready_at is None:
+                self.ready_at = time.monotonic()
+
+    def wait_ready(self, timeout_s: float = 600) -> float:
+        deadline = time.monotonic() + timeout_s
+        while self.ready_at is None:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("serve did not start:\n" + "".join(line for _, line in self.lines))
+            time.sleep(0.05)
+        return self.ready_at - self.started
+
+    def complete(self) -> None:
+        body = {"model": "smollm2", "prompt": "Hello", "max_tokens": 8, "temperature": 0}
+        httpx.post(self.url + "/v1/completions", json=body, timeout=120).raise_for_status()
+
+    def pss_mib(self) -> float:
+        root = psutil.Process(self.process.pid)
+        total = 0
+        for process in [root, *root.children(recursive=True)]:
+            try:
+                total += process.memory_full_info().pss
+            except psutil.NoSuchProcess:
+                pass
+        return total / 2**20
+
+    def scheduler_pid(self) -> int:
+        processes = httpx.get(self.url + "/roles", timeout=60).json()["processes"]
+        return next(p["pid"] for p in processes if p["role"] == "scheduler")
+
+    def restart_scheduler_seconds(self, timeout_s: float = 600) -> float:
+        marker = len(self.lines)
+        killed_at = time.monotonic()
+        os.kill(self.scheduler_pid(), signal.SIGKILL)
+        deadline = killed_at + timeout_s
+        while time.monotonic() < deadline:
+            for at, line in self.lines[marker:]:
+                if "scheduler[0] ready" in line:
+                    return at - killed_at
+            time.sleep(0.02)
+        raise SystemExit("the scheduler did not come back")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def measure(config: dict, env: dict | None = None, restart: bool = False) -> dict:
+    server = Server(config, env)
+    try:
+        result = {"start_s": server.wait_ready()}
+        server.complete()
+        result["pss_mib"] = server.pss_mib()
+        if restart:
+            result["restart_s"] = server.restart_scheduler_seconds()
+            server.complete()
+        return result
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip the dp_size=2 memory runs")
+    args = parser.parse_args()
+    base = {"memory": {"kv_cache_tokens": 8192}, "schedule": {"max_running_requests": 8}}
+    no_cache = {**base, "weight_cache": {"enabled": False}}
+    restarting = {"launcher": {"restart_policy": "on-failure", "max_restarts": 1}}
+
+    cold = measure({**no_cache, **restarting}, restart=True)
+    private = measure({**base, **restarting}, restart=True)
+    run_dir = tempfile.mkdtemp()
+    env = {"XDG_RUNTIME_DIR": run_dir}
+    persist = {**base, "weight_cache": {"persist": True}}
+    first = measure(persist, env)
+    warm = measure(persist, env)
+    subprocess.run(
+        [SERVE, "cache", "drop", "--stop"], env={**os.environ, **env}, capture_output=True, timeout=60
+    )
+
+    print(f"{'start-up (to READY)':<44} {'seconds':>8}")
+    print(f"{'cold, no daemon':<44} {cold['start_s']:8.1f}")
+    print(f"{'with a private daemon':<44} {private['start_s']:8.1f}")
+    print(f"{'persistent daemon, first serve':<44} {first['start_s']:8.1f}")
+    print(
+        f"{'persistent daemon, second serve (warm)':<44} {warm['start_s']:8.1f}   {cold['start_s'] / warm['start_s']:.1f}x faster than cold"
+    )
+    print(f"{'scheduler restart, no daemon':<44} {cold['restart_s']:8.1f}")
+    print(
+        f"{'scheduler restart, daemon':<44} {private['restart_s']:8.1f}   {cold['restart_s'] / private['restart_s']:.1f}x faster"
+    )
+    if args.quick:
+        return
+    rows = {
+        ("no daemon", 1): cold["pss_mib"],
+        ("daemon", 1): private["pss_mib"],
+        ("no daemon", 2): measure({**no_cache, "parallel": {"dp_size": 2}})["pss_mib"],
+        ("daemon", 2): measure({**base, "parallel": {"dp_size": 2}})["pss_mib"],
+    }
+    print(f"\n{'whole-server PSS':<24} {'dp_size=1':>10} {'dp_size=2':>10} {'2 / 1':>7}")
+    for mode in ("no daemon", "daemon"):
+        one, two = rows[(mode, 1)], rows[(mode, 2)]
+        print(f"{mode:<24} {one:8.0f} MiB {two:6.0f} MiB {two / one:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""The launcher owns every child process: spawn, describe exits, and stop (terminate, bounded join, kill)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import weakref
+from multiprocessing.process import BaseProcess
+
+from roles.child_process import ChildSpec, child_main
+from roles.endpoints import Endpoints
+
+
+def describe_exit(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "is still running"
+    if exitcode >= 0:
+        return f"exited with code {exitcode}"
+    name = signal.Signals(-exitcode).name
+    hint = ""
+    if -exitcode == signal.SIGKILL:
+        hint = (
+            " (SIGKILL often means the kernel's out-of-memory killer: check `dmesg`, lower "
+            "memory.kv_cache_memory_mb or serve a smaller model)"
+        )
+    return f"was killed by signal {name}{hint}"
+
+
+def stop_processes(processes: list[BaseProcess], timeout_s: float) -> None:
+    """Terminate all, join within the timeout, kill what lingers. Safe to call twice."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout_s)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+
+
+class ChildProcesses:
+    def __init__(self, wire: dict, endpoints: Endpoints, launcher_pid: int):
+        self._spawn = multiprocessing.get_context("spawn")
+        self.wire = wire
+        self.endpoints = endpoints
+        self.launcher_pid = launcher_pid
+        self.by_name: dict[str, tuple[ChildSpec, BaseProcess]] = {}
+        self.num_restarts: dict[str, int] = {}
+        self._all: list[BaseProcess] = []
+        # Even if the launcher leaves through an unexpected exception, no child outlives it.
+        weakref.finalize(self, stop_processes, self._all, 2.0)
+
+    def start(self, spec: ChildSpec) -> BaseProcess:
+        process = self._spawn.Process(
+            target=child_main,
+            args=(spec, self.wire, self.endpoints, self.launcher_pid),
+            name=f"roleserve-{spec.name}",
+            daemon=False,
+        )
+        process.start()
+        self.by_name[spec.name] = (spec, process)
+        self._all.append(process)
+        return process
+
+    def exited(self) -> list[tuple[ChildSpec, BaseProcess]]:
+        return [(spec, p) for spec, p in self.by_name.values() if p.exitcode is not None]
+
+    def sentinels(self) -> list[int]:
+        return [p.sentinel for _, p in self.by_name.values() if p.exitcode is None]
+
+    def alive(self, role: str | None = None) -> list[tuple[ChildSpec, BaseProcess]]:
+        return [(s, p) for s, p in self.by_name.values() if p.is_alive() and (role is None or s.role == role)]
+
+    def stop_all(self, timeout_s: float) -> None:
+        stop_processes(self._all, timeout_s)

@@ -1,0 +1,193 @@
+"""`serve`: publish as launcher, spawn every role, wait for READY, supervise, shut down cleanly."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+
+import zmq
+
+from launcher.children import ChildProcesses, describe_exit
+from launcher.inspect_gather import InspectGatherer
+from launcher.runtime_dir import make_runtime_dir, remove_runtime_dir
+from launcher.topology import child_specs, endpoints_for
+from roles.child_process import ChildSpec
+from roles.protocol import (
+    FrameCounter,
+    Heartbeat,
+    InspectQuery,
+    InspectReply,
+    Ready,
+    Shutdown,
+    control_decoder,
+    encode,
+)
+from runtime_context import (
+    ResolvedConfig,
+    get_http,
+    get_launcher,
+    get_observability,
+    get_weight_cache,
+    publish,
+)
+
+log = logging.getLogger("roleserve.launcher")
+
+
+class StartupFailed(Exception):
+    pass
+
+
+class Supervisor:
+    def __init__(self, resolved: ResolvedConfig):
+        self.resolved = resolved
+        self.settings = get_launcher()
+        self.runtime_dir = make_runtime_dir(self.settings.runtime_dir)
+        persistent = None
+        cache = get_weight_cache()
+        if cache.enabled and cache.persist:
+            from roles.weight_cache.persistent import ensure_daemon
+
+            persistent = ensure_daemon(resolved.to_wire(), timeout_s=self.settings.startup_timeout_s)
+        self.endpoints = endpoints_for(self.runtime_dir, persistent)
+        self.zmq_context = zmq.Context()
+        self.control = self.zmq_context.socket(zmq.ROUTER)
+        self.control.setsockopt(zmq.LINGER, 0)
+        self.control.bind(self.endpoints.control)
+        self.children = ChildProcesses(resolved.to_wire(), self.endpoints, os.getpid())
+        self.gatherer = InspectGatherer(self.control)
+        self.frames = FrameCounter()
+        self.ready: dict[str, Ready] = {}
+        self.stop_reason: str | None = None
+
+    # -- control channel ----------------------------------------------------------------------------
+    def poll_control(self, timeout_ms: int) -> None:
+        if not self.control.poll(timeout_ms):
+            self.gatherer.tick()
+            return
+        while self.control.poll(0):
+            sender, frame = self.control.recv_multipart()
+            message = self.frames.decode(control_decoder, frame)
+            if isinstance(message, Ready):
+                self.on_ready(sender.decode(), message)
+            elif isinstance(message, InspectQuery):
+                self.gatherer.start(sender, message, [name.encode() for name in self.ready])
+            elif isinstance(message, InspectReply):
+                self.gatherer.on_reply(sender, message)
+            elif isinstance(message, Heartbeat):
+                pass  # liveness is watched through process sentinels; heartbeats carry load for inspect
+        self.gatherer.tick()
+
+    def on_ready(self, name: str, message: Ready) -> None:
+        if message.fingerprint != self.resolved.fingerprint:
+            raise StartupFailed(
+                f"{name} (pid {message.pid}) runs config fingerprint {message.fingerprint[:16]} but the launcher "
+                f"resolved {self.resolved.fingerprint[:16]}: refusing to serve with mixed configuration"
+            )
+        self.ready[name] = message
+        log.info("%s ready (pid %d)", name, message.pid)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        specs = child_specs()
+        for spec in specs:
+            self.children.start(spec)
+        timeout = self.settings.startup_timeout_s
+        deadline = time.monotonic() + timeout
+        next_progress = time.monotonic() + 5
+        while len(self.ready) < len(specs):
+            if self.stop_reason:
+                raise StartupFailed(f"startup interrupted ({self.stop_reason})")
+            for spec, process in self.children.exited():
+                raise StartupFailed(
+                    f"{spec.name} (pid {process.pid}) {describe_exit(process.exitcode)} during startup"
+                )
+            now = time.monotonic()
+            missing = [s.name for s in specs if s.name not in self.ready]
+            if now >= deadline:
+                raise StartupFailed(
+                    f"not every role reported READY within launcher.startup_timeout_s={timeout:g}s; still missing: "
+                    f"{', '.join(missing)} (raise launcher.startup_timeout_s if the model needs longer to load)"
+                )
+            if now >= next_progress:
+                print(
+                    f"roleserve: waiting for {', '.join(missing)} ({now - deadline + timeout:.0f}s)",
+                    file=sys.stderr,
+                )
+                next_progress = now + 5
+            self.poll_control(100)
+
+    def supervise(self) -> int:
+        policy, max_restarts = self.settings.restart_policy, self.settings.max_restarts
+        while self.stop_reason is None:
+            self.poll_control(100)
+            for spec, process in self.children.exited():
+                what = f"{spec.name} (pid {process.pid}) {describe_exit(process.exitcode)}"
+                self.ready.pop(spec.name, None)
+                restarts = self.children.num_restarts.get(spec.name, 0)
+                if policy == "on-failure" and restarts < max_restarts:
+                    self.children.num_restarts[spec.name] = restarts + 1
+                    print(
+                        f"roleserve: {what}; restarting it ({restarts + 1}/{max_restarts})", file=sys.stderr
+                    )
+                    self.children.start(spec)
+                    continue
+                detail = (
+                    "launcher.restart_policy: never" if policy == "never" else f"{max_restarts} restarts used"
+                )
+                print(f"roleserve: {what}; shutting everything down ({detail})", file=sys.stderr)
+                return 1
+        return 0
+
+    def shutdown(self) -> None:
+        drain = self.settings.shutdown_timeout_s
+        fronts = [(s, p) for s, p in self.children.alive("tokenizer")]
+        for spec, _ in fronts:
+            self.send(spec, Shutdown(self.stop_reason or "stop", drain))
+        deadline = time.monotonic() + drain + 5
+        while any(p.is_alive() for _, p in fronts) and time.monotonic() < deadline:
+            self.poll_control(50)
+        for spec, _ in self.children.alive():
+            self.send(spec, Shutdown(self.stop_reason or "stop", 0))
+        self.children.stop_all(timeout_s=5)
+        self.control.close(0)
+        self.zmq_context.term()
+        remove_runtime_dir(self.runtime_dir)
+
+    def send(self, spec: ChildSpec, message) -> None:
+        try:
+            self.control.send_multipart([spec.name.encode(), encode(message)], zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass  # a child that is gone cannot be told; stop_all handles it
+
+
+def run_server(resolved: ResolvedConfig) -> int:
+    publish(resolved, role="launcher")
+    logging.basicConfig(
+        level=get_observability().log_level.upper(), format="%(asctime)s launcher %(levelname)s: %(message)s"
+    )
+    supervisor = Supervisor(resolved)
+
+    def on_signal(signum, frame) -> None:
+        supervisor.stop_reason = signal.Signals(signum).name
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    http = get_http()
+    code = 0
+    try:
+        supervisor.start()
+        print(
+            f"roleserve ready on http://{http.host}:{http.port} (config fingerprint {resolved.fingerprint[:16]})",
+            flush=True,
+        )
+        code = supervisor.supervise()
+    except StartupFailed as error:
+        print(f"roleserve: {error}", file=sys.stderr)
+        code = 1
+    finally:
+        supervisor.shutdown()
+    return code

@@ -1,0 +1,135 @@
+"""What every role process does first: die with the launcher, publish its role, report READY.
+
+The launcher spawns `child_main` (spawn start method) with the resolved record in wire form; the role's
+entry then runs with a ChildLink for its control channel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import zmq
+
+from roles.endpoints import Endpoints
+from roles.protocol import (
+    FrameCounter,
+    Heartbeat,
+    InspectQuery,
+    InspectReply,
+    Ready,
+    Shutdown,
+    control_decoder,
+    encode,
+)
+from runtime_context import ResolvedConfig, get_context, publish
+from runtime_context.inspect_report import live_entry
+
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    role: str
+    instance: int
+    entry: str  # "package.module:function", called with a ChildLink
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}[{self.instance}]"
+
+
+def die_with_parent(launcher_pid: int) -> None:
+    """PR_SET_PDEATHSIG covers a SIGKILLed launcher; the pid watch covers the race before prctl ran."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except OSError:
+        pass
+    if os.getppid() != launcher_pid:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != launcher_pid:
+                os._exit(1)
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+class ChildLink:
+    """A child's end of the control channel: READY, heartbeats, inspect answers, shutdown notice."""
+
+    def __init__(self, spec: ChildSpec, endpoints: Endpoints):
+        self.spec = spec
+        self.endpoints = endpoints
+        self.zmq_context = zmq.Context.instance()
+        self.control = self.zmq_context.socket(zmq.DEALER)
+        self.control.setsockopt(zmq.IDENTITY, spec.name.encode())
+        self.control.setsockopt(zmq.LINGER, 1000)
+        self.control.connect(endpoints.control)
+        self.frames = FrameCounter()
+        self.shutdown_reason: str | None = None
+        self._last_heartbeat = 0.0
+
+    def send_ready(self) -> None:
+        context = get_context()
+        view = context.view
+        assert view is not None and context.fingerprint is not None
+        self.control.send(
+            encode(
+                Ready(
+                    self.spec.role, self.spec.instance, os.getpid(), context.fingerprint, sorted(view.allowed)
+                )
+            )
+        )
+
+    def heartbeat(self, load: dict[str, int] | None = None, every_s: float = 1.0) -> None:
+        now = time.monotonic()
+        if now - self._last_heartbeat >= every_s:
+            self._last_heartbeat = now
+            self.control.send(encode(Heartbeat(self.spec.role, self.spec.instance, load or {})))
+
+    def handle_control_frame(self, frame: bytes) -> None:
+        message = self.frames.decode(control_decoder, frame)
+        if isinstance(message, InspectQuery):
+            entry = live_entry(get_context(), instance=self.spec.instance)
+            self.control.send(encode(InspectReply(message.query_id, json.dumps([entry]))))
+        elif isinstance(message, Shutdown):
+            self.shutdown_reason = message.reason
+
+    def poll_control(self) -> None:
+        """Non-blocking: answer whatever control messages are waiting (for loops that are not asyncio)."""
+        while self.control.poll(0):
+            self.handle_control_frame(self.control.recv())
+
+
+def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, launcher_pid: int) -> None:
+    die_with_parent(launcher_pid)
+    # First act: publish this role's projection of the one resolved config, before building anything.
+    publish(ResolvedConfig.from_wire(wire), role=spec.role)
+    from runtime_context import get_observability
+
+    logging.basicConfig(
+        level=get_observability().log_level.upper(),
+        format=f"%(asctime)s {spec.name} %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    # The launcher owns shutdown: a terminal's Ctrl-C reaches the whole process group, ignore it here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    module_name, _, function_name = spec.entry.partition(":")
+    entry = getattr(importlib.import_module(module_name), function_name)
+    link = ChildLink(spec, endpoints)
+    try:
+        entry(link)
+    finally:
+        link.control.close(linger=1000)

@@ -1,0 +1,115 @@
+"""The OpenAI-compatible HTTP app of one tokenizer process."""
+
+from __future__ import annotations
+
+import hmac
+import time
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from roles.tokenizer.chat import create_chat_completion
+from roles.tokenizer.completions import create_completion
+from roles.tokenizer.embeddings import EmbeddingRequest, create_embeddings
+from roles.tokenizer.front_state import FrontState
+from roles.tokenizer.openai_errors import OpenAIError, error_response, install_error_handlers
+from roles.tokenizer.schemas import ChatCompletionRequest, CompletionRequest
+
+_OPEN_PATHS = {"/health"}  # reachable without the API key (load balancers probe it)
+
+
+def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI:
+    app = FastAPI(title="roleserve", docs_url=None, redoc_url=None)
+    app.state.front = state
+    install_error_handlers(app)
+    if cors_origins:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
+        )
+
+    @app.middleware("http")
+    async def count_and_authorize(request: Request, call_next):
+        state.num_active_http += 1
+        status = 500
+        try:
+            key = state.settings.api_key
+            if key is not None and request.url.path not in _OPEN_PATHS:
+                given = request.headers.get("authorization", "")
+                token = given[7:] if given.lower().startswith("bearer ") else ""
+                if not hmac.compare_digest(token.encode(), key.encode()):
+                    message = (
+                        "Incorrect API key provided"
+                        if token
+                        else "Missing API key (Authorization: Bearer ...)"
+                    )
+                    response = error_response(OpenAIError(401, message, code="invalid_api_key"))
+                    status = 401
+                    return response
+            response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            state.num_active_http -= 1
+            state.metrics.requests.inc("tokenizer", request.url.path, str(status))
+
+    @app.post("/v1/completions")
+    async def completions(body: CompletionRequest, request: Request):
+        return await create_completion(state, request, body)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(body: ChatCompletionRequest, request: Request):
+        return await create_chat_completion(state, request, body)
+
+    @app.post("/v1/embeddings")
+    async def embeddings(body: EmbeddingRequest):
+        if state.is_draining:
+            raise OpenAIError(503, "the server is shutting down", code="server_shutting_down")
+        return await create_embeddings(state.embed_client, body)
+
+    @app.get("/v1/models")
+    async def models():
+        model = {
+            "id": state.settings.served_name,
+            "object": "model",
+            "created": state.created,
+            "owned_by": "roleserve",
+            "max_model_len": state.settings.context_length,
+        }
+        data = [model]
+        info = state.embed_client.info if state.embed_client is not None else None
+        if info is not None:
+            data.append(
+                {
+                    "id": info.name,
+                    "object": "model",
+                    "created": state.created,
+                    "owned_by": "roleserve",
+                    "max_model_len": info.max_input_tokens,
+                    "dimensions": info.dimensions,
+                }
+            )
+        return {"object": "list", "data": data}
+
+    @app.get("/health")
+    async def health():
+        if state.is_draining:
+            return JSONResponse({"status": "draining"}, 503)
+        return {"status": "ok"}
+
+    @app.get("/metrics")
+    async def metrics():
+        if not state.settings.metrics_enabled:
+            raise OpenAIError(404, "metrics are disabled (observability.metrics: false)")
+        state.metrics.update_scheduler_load(state.client.scheduler_load)
+        state.metrics.in_flight.set(state.client.num_in_flight, "tokenizer", state.metrics.instance)
+        state.metrics.dropped_frames.set(state.client.frames.num_dropped, "tokenizer", state.metrics.instance)
+        return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.get("/roles")
+    async def roles():
+        if state.inspect is None:
+            raise OpenAIError(503, "live inspect is not available")
+        return {"processes": await state.inspect(), "at": time.time()}
+
+    return app

@@ -1,0 +1,89 @@
+"""POST /v1/chat/completions: the model's chat template, then the shared completion flow."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import Request
+
+from roles.tokenizer.front_state import FrontState
+from roles.tokenizer.generation import ChoiceResult, Delta, TokenInfo
+from roles.tokenizer.openai_errors import OpenAIError
+from roles.tokenizer.request_prep import check_capacity, check_model, sampling_fields
+from roles.tokenizer.response_flow import FlowSpec, run_flow
+from roles.tokenizer.schemas import ChatCompletionRequest
+
+
+def chat_logprobs(state: FrontState, tokens: list[TokenInfo]) -> dict:
+    decode = state.tokenizer.decode
+
+    def entry(token_id: int, logprob: float | None) -> dict:
+        text = decode([token_id], skip_special_tokens=False)
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
+    return {
+        "content": [
+            {
+                **entry(t.token_id, t.logprob),
+                "top_logprobs": [entry(tid, lp) for tid, lp in (t.top_logprobs or [])],
+            }
+            for t in tokens
+        ]
+    }
+
+
+async def create_chat_completion(state: FrontState, request: Request, body: ChatCompletionRequest):
+    check_model(state, body.model)
+    messages = [{"role": m.role, "content": m.text} for m in body.messages]
+    try:
+        text = state.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+    except Exception as error:  # a template's raise_exception() names what is wrong with the conversation
+        raise OpenAIError(
+            400, f"chat template rejected the messages: {error}", "messages", "invalid_value"
+        ) from None
+    prompt = state.tokenizer.encode(text, add_special_tokens=False)
+    check_capacity(state, body.n)
+    top = body.top_logprobs if body.top_logprobs is not None else 0
+    logprobs = top if body.logprobs else None
+    fields = sampling_fields(
+        state, body, len(prompt), body.max_completion_tokens or body.max_tokens, logprobs
+    )
+
+    def chunk_choice(delta: Delta, is_first: bool) -> dict:
+        content = {"role": "assistant", "content": delta.text} if is_first else {"content": delta.text}
+        if delta.finish_reason is not None and not delta.text and not is_first:
+            content = {}
+        return {
+            "index": delta.index,
+            "delta": content,
+            "logprobs": chat_logprobs(state, delta.tokens) if body.logprobs else None,
+            "finish_reason": delta.finish_reason,
+        }
+
+    def choices(results: list[ChoiceResult]) -> list[dict]:
+        return [
+            {
+                "index": r.index,
+                "message": {"role": "assistant", "content": r.text},
+                "logprobs": chat_logprobs(state, r.tokens) if body.logprobs else None,
+                "finish_reason": r.finish_reason,
+            }
+            for r in results
+        ]
+
+    spec = FlowSpec(
+        endpoint="chat",
+        prompts=[prompt],
+        fields=[fields],
+        n=body.n,
+        stops=body.stop_strings,
+        stream=body.stream,
+        include_usage=bool(body.stream_options and body.stream_options.include_usage),
+        model=body.model,
+        response_id=f"chatcmpl-{uuid.uuid4().hex}",
+        body_object="chat.completion",
+        chunk_object="chat.completion.chunk",
+        make_chunk_choice=chunk_choice,
+        make_choices=choices,
+    )
+    return await run_flow(state, request, spec)

@@ -1,0 +1,49 @@
+"""What every route of one tokenizer process shares: its settings (read once from its bags), the
+tokenizer, the engine client, metrics and the draining flag."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roles.tokenizer.embed_client import EmbedClient
+from roles.tokenizer.engine_client import EngineClient
+from roles.tokenizer.metrics import ServingMetrics
+from runtime_context import get_http, get_model, get_observability, get_schedule, get_tokenizer
+
+
+@dataclass(frozen=True)
+class FrontSettings:
+    served_name: str
+    context_length: int
+    default_max_tokens: int
+    max_in_flight: int
+    api_key: str | None
+    metrics_enabled: bool
+    request_timeout_s: float
+
+    @classmethod
+    def from_context(cls, num_schedulers: int) -> FrontSettings:
+        model, http, schedule = get_model(), get_http(), get_schedule()
+        return cls(
+            served_name=model.served_name,
+            context_length=model.context_length,
+            default_max_tokens=get_tokenizer().default_max_tokens,
+            # What all schedulers can hold running plus queued; past it new requests get 503.
+            max_in_flight=num_schedulers * (schedule.max_running_requests + schedule.max_queued_requests),
+            api_key=http.api_key,
+            metrics_enabled=get_observability().metrics,
+            request_timeout_s=http.request_timeout_s,
+        )
+
+
+@dataclass
+class FrontState:
+    settings: FrontSettings
+    tokenizer: object  # roles.tokenizer.text_tokenizer.TextTokenizer
+    client: EngineClient
+    metrics: ServingMetrics
+    embed_client: EmbedClient | None = None  # None when no encoder role runs
+    inspect: object = None  # async callable returning the live inspect entries of every process
+    is_draining: bool = False
+    num_active_http: int = 0
+    created: int = 0

@@ -1,0 +1,132 @@
+"""One choice of a completion: token events in, text deltas out, with stop strings and logprobs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from roles.protocol import SamplingFields, TokenEvent
+from roles.tokenizer.detokenizer import IncrementalDetokenizer, StopStringMatcher
+from roles.tokenizer.engine_client import EngineClient
+from roles.tokenizer.openai_errors import OpenAIError
+
+
+@dataclass
+class TokenInfo:
+    token_id: int
+    logprob: float | None
+    top_logprobs: list[tuple[int, float]] | None
+
+
+@dataclass
+class Delta:
+    index: int
+    text: str
+    tokens: list[TokenInfo] = field(default_factory=list)
+    finish_reason: str | None = None
+
+
+@dataclass
+class ChoiceResult:
+    index: int
+    text: str = ""
+    tokens: list[TokenInfo] = field(default_factory=list)
+    finish_reason: str | None = None
+    num_tokens: int = 0
+
+
+async def run_choice(
+    client: EngineClient,
+    tokenizer,
+    index: int,
+    prompt_ids: list[int],
+    sampling: SamplingFields,
+    stop_strings: list[str],
+) -> AsyncIterator[Delta]:
+    """Yield deltas of one choice until it finishes; aborts the request if the consumer goes away."""
+    request_id = client.new_request_id()
+    queue = await client.submit(request_id, prompt_ids, sampling)
+    detokenizer = IncrementalDetokenizer(tokenizer)
+    stops = StopStringMatcher(stop_strings)
+    finished = False
+    try:
+        while True:
+            event: TokenEvent = await queue.get()
+            if event.finish_reason == "error":
+                finished = True
+                raise OpenAIError(
+                    400, event.error or "the scheduler rejected the request", code="invalid_value"
+                )
+            tokens = []
+            text = ""
+            if event.token_id >= 0:
+                tokens.append(TokenInfo(event.token_id, event.logprob, event.top_logprobs))
+                text = stops.feed(detokenizer.push(event.token_id))
+            if stops.is_stopped:
+                await client.abort(request_id)
+                finished = True
+                yield Delta(index, text, tokens, "stop")
+                return
+            if event.finish_reason is not None:
+                finished = True
+                reason = "stop" if event.finish_reason == "stop" else event.finish_reason
+                yield Delta(index, text + stops.flush(), tokens, reason)
+                return
+            if text or tokens:
+                yield Delta(index, text, tokens)
+    finally:
+        if not finished:
+            await client.abort(request_id)
+        else:
+            client.release(request_id)
+
+
+async def merge_choices(streams: list[AsyncIterator[Delta]]) -> AsyncIterator[Delta]:
+    """Interleave several choices' deltas in arrival order."""
+    if len(streams) == 1:
+        try:
+            async for delta in streams[0]:
+                yield delta
+        finally:
+            await streams[0].aclose()  # at once, not when the garbage collector gets to it
+        return
+    queue: asyncio.Queue = asyncio.Queue()
+    done = object()
+
+    async def pump(stream: AsyncIterator[Delta]) -> None:
+        try:
+            async for delta in stream:
+                await queue.put(delta)
+        except BaseException as error:  # surfaced to the consumer below
+            await queue.put(error)
+        finally:
+            await queue.put(done)
+
+    tasks = [asyncio.create_task(pump(stream)) for stream in streams]
+    remaining = len(tasks)
+    try:
+        while remaining:
+            item = await queue.get()
+            if item is done:
+                remaining -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def collect(deltas: AsyncIterator[Delta], num_choices: int) -> list[ChoiceResult]:
+    results = [ChoiceResult(i) for i in range(num_choices)]
+    async for delta in deltas:
+        result = results[delta.index]
+        result.text += delta.text
+        result.tokens.extend(delta.tokens)
+        result.num_tokens += len(delta.tokens)
+        if delta.finish_reason is not None:
+            result.finish_reason = delta.finish_reason
+    return results

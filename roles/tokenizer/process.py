@@ -1,0 +1,128 @@
+"""The tokenizer role's process: load the tokenizer, serve HTTP with uvicorn on uvloop, talk to the
+schedulers over ZMQ and to the launcher over the control channel."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import socket
+import time
+
+import uvicorn
+import uvloop
+import zmq
+import zmq.asyncio
+
+from roles.child_process import ChildLink
+from roles.protocol import Heartbeat, InspectQuery, InspectReply, Shutdown, control_decoder, encode
+from roles.tokenizer.app import create_app
+from roles.tokenizer.embed_client import EmbedClient
+from roles.tokenizer.engine_client import EngineClient
+from roles.tokenizer.front_state import FrontSettings, FrontState
+from roles.tokenizer.metrics import ServingMetrics
+from roles.tokenizer.text_tokenizer import load_text_tokenizer
+from runtime_context import get_context, get_http, get_model
+from runtime_context.inspect_report import live_entry
+
+log = logging.getLogger("roleserve.tokenizer")
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """SO_REUSEPORT lets every tokenizer worker accept on the same port; the kernel spreads connections."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    listener.bind((host, port))
+    listener.listen(2048)
+    listener.set_inheritable(True)
+    return listener
+
+
+class ControlChannel:
+    """The asyncio side of the control socket: answers inspect, relays /roles queries, starts draining."""
+
+    def __init__(self, link: ChildLink, state: FrontState, server: uvicorn.Server):
+        self.link = link
+        self.state = state
+        self.server = server
+        self.socket = zmq.asyncio.Socket.from_socket(link.control)
+        self.pending: dict[int, asyncio.Future] = {}
+        self._ids = itertools.count(1)
+
+    async def inspect_all(self) -> list[dict]:
+        query_id = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self.pending[query_id] = future
+        await self.socket.send(encode(InspectQuery(query_id)))
+        try:
+            return json.loads(await asyncio.wait_for(future, timeout=10))
+        finally:
+            self.pending.pop(query_id, None)
+
+    async def run(self) -> None:
+        while True:
+            message = self.link.frames.decode(control_decoder, await self.socket.recv())
+            if isinstance(message, InspectQuery):
+                entry = live_entry(get_context(), instance=self.link.spec.instance)
+                await self.socket.send(encode(InspectReply(message.query_id, json.dumps([entry]))))
+            elif isinstance(message, InspectReply):
+                future = self.pending.get(message.query_id)
+                if future is not None and not future.done():
+                    future.set_result(message.entries_json)
+            elif isinstance(message, Shutdown):
+                asyncio.ensure_future(self.drain(message.reason, message.drain_timeout_s))
+
+    async def drain(self, reason: str, timeout_s: float) -> None:
+        """/health turns 503, new requests get 503, in-flight requests finish (bounded), then exit."""
+        log.info("draining (%s): %d request(s) in flight", reason, self.state.client.num_in_flight)
+        self.state.is_draining = True
+        deadline = time.monotonic() + timeout_s
+        while (self.state.client.num_in_flight or self.state.num_active_http) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        self.server.should_exit = True
+
+    async def heartbeat(self) -> None:
+        while True:
+            load = {"num_in_flight": self.state.client.num_in_flight}
+            await self.socket.send(encode(Heartbeat(self.link.spec.role, self.link.spec.instance, load)))
+            await asyncio.sleep(1.0)
+
+
+async def serve(link: ChildLink) -> None:
+    model, http = get_model(), get_http()
+    tokenizer = load_text_tokenizer(model.path)
+    context = zmq.asyncio.Context.shadow(link.zmq_context.underlying)
+    client = EngineClient(link.endpoints, link.spec.instance, context)
+    settings = FrontSettings.from_context(link.endpoints.dp_size)
+    state = FrontState(
+        settings, tokenizer, client, ServingMetrics(link.spec.instance), created=int(time.time())
+    )
+    if link.endpoints.num_encoders:
+        state.embed_client = EmbedClient(link.endpoints, link.spec.instance, context)
+    app = create_app(state, tuple(http.cors_origins))
+    listener = bind_listener(http.host, http.port)
+    config = uvicorn.Config(
+        app, loop="none", log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # the launcher owns signals
+    control = ControlChannel(link, state, server)
+    state.inspect = control.inspect_all
+    loops = [client.receive_forever(), control.run(), control.heartbeat()]
+    if state.embed_client is not None:
+        loops.append(state.embed_client.receive_forever())
+    tasks = [asyncio.ensure_future(loop) for loop in loops]
+    link.send_ready()
+    try:
+        await server.serve(sockets=[listener])
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def main(link: ChildLink) -> None:
+    uvloop.run(serve(link))

@@ -1,0 +1,130 @@
+"""The daemon's entries: each identity loaded and converted once, held in one shared-memory segment."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+
+from roles.weight_cache.identity import ModelIdentity, identity_of
+from roles.weight_cache.messages import CacheEntryInfo, WeightAnswer
+from roles.weight_cache.segment import write_segment
+
+log = logging.getLogger("roleserve.weight_cache")
+
+
+@dataclasses.dataclass
+class Entry:
+    answer: WeightAnswer
+    segment: object  # multiprocessing.shared_memory.SharedMemory, kept open while the entry lives
+    nbytes: int
+    loaded_at: float
+    load_seconds: float
+    num_served: int = 0
+
+    def info(self) -> CacheEntryInfo:
+        return CacheEntryInfo(
+            self.answer.identity,
+            self.answer.segment,
+            self.nbytes,
+            self.loaded_at,
+            self.load_seconds,
+            self.num_served,
+        )
+
+
+def load_answer(identity: ModelIdentity, segment_prefix: str) -> tuple[WeightAnswer, object, int]:
+    """Load, convert to the execution format, and copy into a fresh segment."""
+    from roles.scheduler.eos_ids import eos_token_ids
+    from roles.scheduler.models.llama import load_model
+    from roles.scheduler.models.model_state import model_state
+
+    model, shape = load_model(identity.path, weight_dtype=identity.weight_dtype)
+    state = model_state(model)
+    name = f"{segment_prefix}{identity.key}"
+    segment, entries = write_segment(name, state)
+    eos = sorted(eos_token_ids(model, identity.path))
+    answer = WeightAnswer(identity, name, entries, dataclasses.asdict(shape), eos)
+    return answer, segment, sum(e.nbytes for e in entries)
+
+
+class WeightStore:
+    """Thread-safe: loads run in a worker thread so the daemon keeps answering pings and lists."""
+
+    def __init__(self, segment_prefix: str):
+        self.segment_prefix = segment_prefix
+        self.entries: dict[str, Entry] = {}
+        self.loading: dict[str, threading.Thread] = {}
+        self.failures: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def check_current(self, identity: ModelIdentity) -> str | None:
+        """None when the file on disk is still what the identity describes; else why not."""
+        try:
+            now = identity_of(identity.path, identity.weight_dtype)
+        except OSError as error:
+            return f"cannot stat {identity.path}: {error}"
+        if now != identity:
+            return f"{identity.path} changed on disk (size/mtime differ from the request); ask again"
+        return None
+
+    def lookup(self, identity: ModelIdentity) -> WeightAnswer | None:
+        with self.lock:
+            entry = self.entries.get(identity.key)
+            if entry is not None:
+                entry.num_served += 1
+                return entry.answer
+            failure = self.failures.pop(identity.key, None)
+        if failure is not None:
+            return WeightAnswer(identity, error=failure)
+        return None
+
+    def start_load(self, identity: ModelIdentity, on_done) -> None:
+        with self.lock:
+            if identity.key in self.loading or identity.key in self.entries:
+                return
+            thread = threading.Thread(target=self._load, args=(identity, on_done), daemon=True)
+            self.loading[identity.key] = thread
+        thread.start()
+
+    def _load(self, identity: ModelIdentity, on_done) -> None:
+        started = time.monotonic()
+        try:
+            answer, segment, nbytes = load_answer(identity, self.segment_prefix)
+        except Exception as error:  # reported to every waiting scheduler, which then falls back or fails
+            log.error("loading %s failed: %s", identity.path, error)
+            with self.lock:
+                self.failures[identity.key] = f"weight_cache_daemon could not load {identity.path}: {error}"
+                self.loading.pop(identity.key, None)
+        else:
+            seconds = time.monotonic() - started
+            log.info(
+                "cached %s (%s) in %.1fs: %.1f MiB in %s",
+                identity.path,
+                identity.weight_dtype,
+                seconds,
+                nbytes / 2**20,
+                answer.segment,
+            )
+            with self.lock:
+                self.entries[identity.key] = Entry(answer, segment, nbytes, time.time(), seconds)
+                self.loading.pop(identity.key, None)
+        on_done(identity)
+
+    def drop(self, key: str | None) -> list[str]:
+        with self.lock:
+            keys = (
+                list(self.entries)
+                if key is None
+                else [k for k in self.entries if k == key or k.startswith(key)]
+            )
+            for k in keys:
+                entry = self.entries.pop(k)
+                entry.segment.close()
+                entry.segment.unlink()  # mappings that schedulers hold stay valid until they unmap
+        return keys
+
+    def infos(self) -> list[CacheEntryInfo]:
+        with self.lock:
+            return [entry.info() for entry in self.entries.values()]

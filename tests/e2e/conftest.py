@@ -1,0 +1,23 @@
+"""Fixtures for end-to-end tests: one tiny random model and one server shared by a module's tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tiny_checkpoint import write_tiny_llama
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    return write_tiny_llama(tmp_path_factory.mktemp("tiny-model"))
+
+
+def tiny_config(model_path, **namespaces) -> dict:
+    config = {
+        "model": {"path": str(model_path), "served_name": "tiny"},
+        "memory": {"kv_cache_tokens": 8192, "page_size": 16},
+        "exec": {"threads": 1},
+    }
+    for namespace, leaves in namespaces.items():
+        config[namespace] = {**config.get(namespace, {}), **leaves}
+    return config

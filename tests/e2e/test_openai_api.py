@@ -1,0 +1,154 @@
+"""The OpenAI-compatible API of a real `serve` (tiny random model), through the official openai client."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+from serve_harness import ServeProcess
+
+from conftest import tiny_config
+
+NO_EOS = {"ignore_eos": True}
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model, tmp_path_factory):
+    with ServeProcess(tmp_path_factory.mktemp("api"), tiny_config(tiny_model)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+def test_models_and_health(server, client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["tiny"]
+    assert httpx.get(server.url + "/health").json() == {"status": "ok"}
+
+
+def test_completion_greedy_is_deterministic_with_usage(client):
+    first = client.completions.create(
+        model="tiny", prompt="Hello world", max_tokens=12, temperature=0, extra_body=NO_EOS
+    )
+    again = client.completions.create(
+        model="tiny", prompt="Hello world", max_tokens=12, temperature=0, extra_body=NO_EOS
+    )
+    assert first.choices[0].text == again.choices[0].text
+    assert first.choices[0].finish_reason == "length"
+    assert first.usage.completion_tokens == 12
+    assert first.usage.total_tokens == first.usage.prompt_tokens + 12
+
+
+def test_completion_batch_prompts_token_ids_and_n(client):
+    response = client.completions.create(
+        model="tiny", prompt=["The quick", "Numbers like"], n=2, max_tokens=4, temperature=0.8, seed=3
+    )
+    assert sorted(c.index for c in response.choices) == [0, 1, 2, 3]
+    by_ids = client.completions.create(
+        model="tiny", prompt=[5, 6, 7, 8], max_tokens=3, temperature=0, extra_body=NO_EOS
+    )
+    assert by_ids.usage.prompt_tokens == 4 and by_ids.usage.completion_tokens == 3
+
+
+def test_streamed_completion_matches_the_plain_one_and_reports_usage(client):
+    plain = client.completions.create(
+        model="tiny", prompt="The cache", max_tokens=10, temperature=0, extra_body=NO_EOS
+    )
+    chunks = list(
+        client.completions.create(
+            model="tiny",
+            prompt="The cache",
+            max_tokens=10,
+            temperature=0,
+            extra_body=NO_EOS,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert text == plain.choices[0].text
+    assert chunks[-1].usage.completion_tokens == 10
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+
+
+def test_stop_string_cuts_the_text(client):
+    plain = client.completions.create(
+        model="tiny", prompt="Hello", max_tokens=16, temperature=0, extra_body=NO_EOS
+    )
+    text = plain.choices[0].text
+    stop = text[3:6] if len(text) >= 6 else None
+    if not stop or not stop.strip():
+        pytest.skip("greedy text too short to pick a stop string from")
+    stopped = client.completions.create(
+        model="tiny", prompt="Hello", max_tokens=16, temperature=0, extra_body=NO_EOS, stop=[stop]
+    )
+    assert stopped.choices[0].text == text[: text.index(stop)]
+    assert stopped.choices[0].finish_reason == "stop"
+
+
+def test_logprobs_are_sorted_top_n(client):
+    response = client.completions.create(
+        model="tiny", prompt="Hello", max_tokens=3, temperature=0, logprobs=3, extra_body=NO_EOS
+    )
+    logprobs = response.choices[0].logprobs
+    assert len(logprobs.tokens) == 3 and len(logprobs.token_logprobs) == 3
+    for chosen, top in zip(logprobs.token_logprobs, logprobs.top_logprobs, strict=True):
+        assert 1 <= len(top) <= 3  # a dict: alternatives that decode to the same text share a key
+        assert max(top.values()) == pytest.approx(chosen, abs=1e-4)  # greedy picks the most likely
+    assert logprobs.text_offset[0] == 0
+
+
+def test_chat_completion_plain_and_streamed(client):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello!"}]
+    plain = client.chat.completions.create(model="tiny", messages=messages, max_tokens=8, temperature=0)
+    assert plain.choices[0].message.role == "assistant"
+    chunks = list(
+        client.chat.completions.create(
+            model="tiny", messages=messages, max_tokens=8, temperature=0, stream=True
+        )
+    )
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == plain.choices[0].message.content
+    with_logprobs = client.chat.completions.create(
+        model="tiny", messages=messages, max_tokens=2, temperature=0, logprobs=True, top_logprobs=2
+    )
+    assert len(with_logprobs.choices[0].logprobs.content[0].top_logprobs) == 2
+
+
+@pytest.mark.parametrize(
+    "body, status, param",
+    [
+        ({"model": "tiny", "prompt": "x", "temperature": 5}, 400, "temperature"),
+        ({"model": "tiny", "prompt": "x", "max_tokens": 0}, 400, "max_tokens"),
+        ({"model": "tiny"}, 400, "prompt"),
+        ({"model": "nope", "prompt": "x"}, 404, "model"),
+        ({"model": "tiny", "prompt": "x", "max_tokens": 100000}, 400, "max_tokens"),
+        ({"model": "tiny", "prompt": [999999]}, 400, None),
+    ],
+)
+def test_bad_requests_get_openai_errors(server, body, status, param):
+    response = httpx.post(server.url + "/v1/completions", json=body, timeout=30)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["message"] and error["type"]
+    if param is not None:
+        assert error["param"] == param
+
+
+def test_malformed_json_is_a_400(server):
+    response = httpx.post(
+        server.url + "/v1/completions", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert "error" in response.json()
+
+
+def test_metrics_are_prometheus_text(server, client):
+    client.completions.create(model="tiny", prompt="Hi", max_tokens=2)
+    text = httpx.get(server.url + "/metrics").text
+    assert "roleserve_requests_total" in text
+    assert 'roleserve_time_to_first_token_seconds_count{role="tokenizer"}' in text
+    assert 'roleserve_kv_cache_usage_ratio{role="scheduler",instance="0"}' in text

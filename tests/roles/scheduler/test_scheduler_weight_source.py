@@ -1,0 +1,45 @@
+"""The scheduler process either maps cached weights or falls back as weight_cache.on_unavailable says."""
+
+from types import SimpleNamespace
+
+import pytest
+import zmq
+
+from roles.endpoints import Endpoints
+from roles.scheduler.engine_settings import engine_config_from_context
+from roles.scheduler.process import shared_model_or_none
+from runtime_context import publish, resolve
+from tests.tiny_checkpoint import write_tiny_llama
+
+
+def link_to(address: str | None, tmp_path):
+    endpoints = Endpoints(str(tmp_path), num_tokenizers=1, dp_size=1, weight_cache=address)
+    return SimpleNamespace(endpoints=endpoints, zmq_context=zmq.Context.instance())
+
+
+def scheduler_config(tiny, *sets):
+    publish(
+        resolve(sets=[f"model.path={tiny}", "memory.kv_cache_tokens=1024", *sets], environ={}),
+        role="scheduler",
+    )
+    return engine_config_from_context()
+
+
+def test_daemon_down_falls_back_to_disk(tmp_path, caplog):
+    tiny = write_tiny_llama(tmp_path / "tiny")
+    config = scheduler_config(tiny)
+    assert shared_model_or_none(link_to(f"ipc://{tmp_path}/down", tmp_path), config) is None
+    assert "weight cache unavailable" in caplog.text and "loading" in caplog.text
+
+
+def test_daemon_down_with_fail_policy_stops_the_scheduler(tmp_path):
+    tiny = write_tiny_llama(tmp_path / "tiny")
+    config = scheduler_config(tiny, "weight_cache.on_unavailable=fail")
+    with pytest.raises(SystemExit, match="weight_cache.on_unavailable is fail"):
+        shared_model_or_none(link_to(f"ipc://{tmp_path}/down", tmp_path), config)
+
+
+def test_cache_disabled_never_asks(tmp_path):
+    tiny = write_tiny_llama(tmp_path / "tiny")
+    config = scheduler_config(tiny, "weight_cache.enabled=false")
+    assert shared_model_or_none(link_to(None, tmp_path), config) is None

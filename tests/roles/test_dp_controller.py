@@ -1,0 +1,26 @@
+import pytest
+
+from roles.dp_controller import Dispatcher
+
+
+def test_round_robin_cycles_and_routes_aborts_to_the_owner():
+    dispatcher = Dispatcher(3, "round_robin")
+    assert [dispatcher.assign(f"r{i}") for i in range(5)] == [0, 1, 2, 0, 1]
+    assert dispatcher.owner_of("r4") == 1
+    dispatcher.forget("r4")
+    assert dispatcher.owner_of("r4") is None
+
+
+def test_shortest_queue_picks_the_replica_owning_fewest_requests():
+    dispatcher = Dispatcher(2, "shortest_queue")
+    assert [dispatcher.assign(f"r{i}") for i in range(4)] == [0, 1, 0, 1]
+    dispatcher.forget("r0")
+    dispatcher.forget("r2")
+    assert dispatcher.assign("r4") == 0
+    assert dispatcher.assign("r5") == 0
+    assert dispatcher.num_owned == [2, 2]
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="unknown load-balance policy 'random'"):
+        Dispatcher(2, "random")
