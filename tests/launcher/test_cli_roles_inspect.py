@@ -2,6 +2,7 @@ import json
 
 from serve_command import run_serve
 
+from launcher.derivations import LAUNCHER_RULES
 from runtime_context import resolve
 from runtime_context.projections import projection_of
 
@@ -23,7 +24,7 @@ def test_inspect_json_per_role_matches_projection_and_fingerprint(tmp_path):
         "expert_backup",
         "test",
     ]
-    fingerprint = resolve(str(cfg), environ={}).fingerprint
+    fingerprint = resolve(str(cfg), environ={}, rules=LAUNCHER_RULES).fingerprint
     for process in processes:
         assert process["fingerprint"] == fingerprint
         assert set(process["projection"]) == projection_of(process["role"])
