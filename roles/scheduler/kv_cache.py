@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import mmap
+
 import torch
 
 from roles.model_files.model_shape import ModelShape
@@ -21,9 +24,12 @@ class KVCache:
         self.page_size = page_size
         self.num_slots = num_pages * page_size
         # (layers, 2, slots, kv_heads, head_dim): one allocation, K and V of a layer side by side.
-        self.storage = torch.zeros(
-            shape.num_layers, 2, self.num_slots, shape.num_kv_heads, shape.head_dim, dtype=dtype
-        )
+        dims = (shape.num_layers, 2, self.num_slots, shape.num_kv_heads, shape.head_dim)
+        nbytes = math.prod(dims) * torch.empty((), dtype=dtype).element_size()
+        # Anonymous memory is zero-filled by the kernel page by page on first touch, so the cache is
+        # resident only as far as it is used (torch.zeros would write, and so commit, all of it now).
+        self._memory = mmap.mmap(-1, max(nbytes, 1))
+        self.storage = torch.frombuffer(self._memory, dtype=dtype, count=math.prod(dims)).view(dims)
         self.k = [self.storage[i, 0] for i in range(shape.num_layers)]
         self.v = [self.storage[i, 1] for i in range(shape.num_layers)]
 

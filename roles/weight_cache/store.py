@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import gc
 import logging
 import threading
 import time
@@ -49,6 +51,15 @@ def load_answer(identity: ModelIdentity, segment_prefix: str) -> tuple[WeightAns
     return answer, segment, sum(e.nbytes for e in entries)
 
 
+def _return_freed_memory() -> None:
+    """Hand the heap that held the loaded model back to the kernel, so the daemon keeps one copy only."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class WeightStore:
     """Thread-safe: loads run in a worker thread so the daemon keeps answering pings and lists."""
 
@@ -92,6 +103,7 @@ class WeightStore:
         started = time.monotonic()
         try:
             answer, segment, nbytes = load_answer(identity, self.segment_prefix)
+            _return_freed_memory()  # the loaded model was copied into the segment and dropped
         except Exception as error:  # reported to every waiting scheduler, which then falls back or fails
             log.error("loading %s failed: %s", identity.path, error)
             with self.lock:
