@@ -66,9 +66,6 @@ class ChildProcesses:
     def exited(self) -> list[tuple[ChildSpec, BaseProcess]]:
         return [(spec, p) for spec, p in self.by_name.values() if p.exitcode is not None]
 
-    def sentinels(self) -> list[int]:
-        return [p.sentinel for _, p in self.by_name.values() if p.exitcode is None]
-
     def alive(self, role: str | None = None) -> list[tuple[ChildSpec, BaseProcess]]:
         return [(s, p) for s, p in self.by_name.values() if p.is_alive() and (role is None or s.role == role)]
 

@@ -23,11 +23,3 @@ class ForwardBatch:
     block_tables: torch.Tensor  # (B, max_pages) int64 page ids, padded with 0
     slot_mapping: torch.Tensor  # (T,) int64 flat slot (page * page_size + offset) to write each new K/V
     logits_indices: torch.Tensor  # (B,) int64 index into T of the token whose logits are sampled
-
-    @property
-    def num_seqs(self) -> int:
-        return len(self.query_lens)
-
-    @property
-    def is_decode_only(self) -> bool:
-        return all(q == 1 for q in self.query_lens)
