@@ -157,9 +157,10 @@ _declare(
     "exec",
     "weight_dtype",
     str,
-    "exact",
-    "Weight execution format: exact (float32) or weight-only int8 / int4 kernels.",
-    choices=("exact", "int8", "int4"),
+    "auto",
+    "Weight execution format: auto (the file's own Q4/Q8 blocks on roleserve's CPU kernels), exact "
+    "(float32, token-identical to transformers) or torch's weight-only int8 / int4 kernels.",
+    choices=("auto", "exact", "int8", "int4"),
 )
 _declare(
     "exec.moe",

@@ -14,11 +14,38 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from roles.model_files.gguf_file import GGUFFile, GGUFFormatError, GGUFTensorInfo
 from roles.model_files.model_path import ModelFileError
 from roles.model_files.model_shape import ModelShape
 
 SUPPORTED_ARCHITECTURES = ("llama",)
-SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1")
+# ggml type id -> (name, elements per block, bytes per block) for the types we read.
+_TENSOR_TYPES = {
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    30: ("BF16", 1, 2),
+    2: ("Q4_0", 32, 18),
+    3: ("Q4_1", 32, 20),
+    8: ("Q8_0", 32, 34),
+}
+SUPPORTED_TENSOR_TYPES = tuple(name for name, _, _ in _TENSOR_TYPES.values())
+
+
+def _nbytes(info: GGUFTensorInfo) -> int:
+    _, block, block_bytes = _TENSOR_TYPES[info.type_id]
+    return int(np.prod(info.dims)) // block * block_bytes
+
+
+def _type_name(type_id: int) -> str:
+    if type_id in _TENSOR_TYPES:
+        return _TENSOR_TYPES[type_id][0]
+    import gguf
+
+    try:
+        return gguf.GGMLQuantizationType(type_id).name
+    except ValueError:
+        return f"type {type_id}"
+
 
 _GLOBAL_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -90,17 +117,18 @@ class TokenizerMetadata:
 
 
 class GGUFCheckpoint:
-    """One opened GGUF file (memory-mapped by gguf.GGUFReader; tensors are read lazily)."""
+    """One opened GGUF file (memory-mapped; tensors are read lazily)."""
 
     def __init__(self, path: str | pathlib.Path):
-        import gguf
-
         self.path = pathlib.Path(path)
         try:
-            self._reader = gguf.GGUFReader(self.path)
-        except Exception as error:
+            self._file = GGUFFile(self.path)
+        except (OSError, GGUFFormatError) as error:
             raise ModelFileError(f"{self.path} is not a readable GGUF file: {error}") from error
-        self._tensors = {t.name: t for t in self._reader.tensors}
+        self._tensors = self._file.tensors
+        for info in self._tensors.values():
+            if info.type_id in _TENSOR_TYPES and info.offset + _nbytes(info) > self._file.size:
+                raise ModelFileError(f"{self.path} is truncated: tensor {info.name!r} runs past the end")
         architecture = self.field("general.architecture")
         if architecture not in SUPPORTED_ARCHITECTURES:
             raise ModelFileError(
@@ -110,13 +138,7 @@ class GGUFCheckpoint:
         self.architecture = architecture
 
     def field(self, key: str, default=None):
-        field = self._reader.fields.get(key)
-        if field is None:
-            return default
-        try:
-            return field.contents()
-        except Exception as error:
-            raise ModelFileError(f"{self.path}: metadata field {key!r} is unreadable: {error}") from error
+        return self._file.fields.get(key, default)
 
     def _required(self, key: str):
         value = self.field(key)
@@ -131,7 +153,7 @@ class GGUFCheckpoint:
         tokens = self.field("tokenizer.ggml.tokens")
         vocab = self.field(f"{arch}.vocab_size") or (len(tokens) if tokens else None)
         if vocab is None:
-            vocab = int(self._gguf_tensor("token_embd.weight").shape[1])
+            vocab = int(self._gguf_tensor("token_embd.weight").dims[1])
         if "rope_freqs.weight" in self._tensors:
             raise ModelFileError(
                 f"{self.path}: per-frequency RoPE factors (rope_freqs.weight) are not supported"
@@ -180,29 +202,51 @@ class GGUFCheckpoint:
             return int(self.field(f"{self.architecture}.attention.head_count_kv", heads))
         return None
 
-    def _gguf_tensor(self, gguf_name: str):
+    def _gguf_tensor(self, gguf_name: str) -> GGUFTensorInfo:
         if gguf_name not in self._tensors:
             raise ModelFileError(f"{self.path}: tensor {gguf_name!r} is missing")
         return self._tensors[gguf_name]
 
     def tensor_type(self, gguf_name: str) -> str:
-        return self._gguf_tensor(gguf_name).tensor_type.name
+        return _type_name(self._gguf_tensor(gguf_name).type_id)
+
+    def _rows_of_bytes(self, info: GGUFTensorInfo) -> np.ndarray:
+        """(rows, bytes per row) uint8 view of a 2-D (or 1-D) tensor's data in the file."""
+        type_name, block, block_bytes = _TENSOR_TYPES[info.type_id]
+        cols = int(info.dims[0])
+        rows = int(np.prod(info.dims[1:])) if len(info.dims) > 1 else 1
+        if cols % block:
+            raise ModelFileError(
+                f"{self.path}: tensor {info.name!r} ({type_name}) has {cols} columns, not whole blocks"
+            )
+        row_bytes = cols // block * block_bytes
+        return self._file.tensor_bytes(info, rows * row_bytes).reshape(rows, row_bytes)
 
     def tensor(self, gguf_name: str) -> torch.Tensor:
         """A tensor as float32 in torch layout (rows = out_features), Q/K rows un-permuted."""
         from gguf.quants import dequantize
 
         info = self._gguf_tensor(gguf_name)
-        type_name = info.tensor_type.name
+        type_name = self.tensor_type(gguf_name)
         if type_name not in SUPPORTED_TENSOR_TYPES:
             raise ModelFileError(
                 f"{self.path}: tensor {gguf_name!r} has type {type_name}, which is not supported "
                 f"(supported: {', '.join(SUPPORTED_TENSOR_TYPES)})"
             )
         # GGUF lists dims innermost first; torch wants them outermost first.
-        torch_shape = tuple(int(d) for d in reversed(info.shape.tolist()))
+        torch_shape = tuple(int(d) for d in reversed(info.dims))
         try:
-            values = dequantize(info.data, info.tensor_type).astype(np.float32, copy=False)
+            data = self._rows_of_bytes(info)
+            if type_name == "F32":
+                values = data.view(np.float32)
+            elif type_name == "F16":
+                values = data.view(np.float16).astype(np.float32)
+            elif type_name == "BF16":
+                values = (data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+            else:
+                from gguf import GGMLQuantizationType
+
+                values = dequantize(data, GGMLQuantizationType(info.type_id)).astype(np.float32, copy=False)
             values = values.reshape(torch_shape)
         except Exception as error:
             raise ModelFileError(
@@ -216,12 +260,12 @@ class GGUFCheckpoint:
     def raw_tensor(self, gguf_name: str) -> RawQuantTensor:
         """The GGUF blocks of a 2-D quantised weight, for kernels that run them without float32."""
         info = self._gguf_tensor(gguf_name)
-        rows, cols = int(info.shape[1]), int(info.shape[0])
-        blocks = np.asarray(info.data).reshape(rows, -1)
+        rows, cols = int(info.dims[1]), int(info.dims[0])
+        blocks = self._rows_of_bytes(info)
         heads = self._rope_heads(gguf_name)
         if heads is not None:
             blocks = unpermute_rope_rows(blocks, heads)
-        return RawQuantTensor(info.tensor_type.name, rows, cols, np.ascontiguousarray(blocks))
+        return RawQuantTensor(self.tensor_type(gguf_name), rows, cols, np.ascontiguousarray(blocks))
 
     def tokenizer_metadata(self) -> TokenizerMetadata:
         tokens = self.field("tokenizer.ggml.tokens")

@@ -27,7 +27,7 @@ from roles.scheduler.step_inputs import build_forward_batch
 @dataclass
 class EngineConfig:
     model_path: str = "smollm2"
-    weight_dtype: str = "exact"
+    weight_dtype: str = "auto"
     threads: int | None = None
     max_running_requests: int = 32
     chunked_prefill_size: int = 512  # new tokens per step, prefill chunks and decodes together

@@ -23,3 +23,8 @@ class ForwardBatch:
     block_tables: torch.Tensor  # (B, max_pages) int64 page ids, padded with 0
     slot_mapping: torch.Tensor  # (T,) int64 flat slot (page * page_size + offset) to write each new K/V
     logits_indices: torch.Tensor  # (B,) int64 index into T of the token whose logits are sampled
+
+    @property
+    def is_decode_only(self) -> bool:
+        """Every sequence adds exactly one token (so logits_indices is 0..B-1)."""
+        return self.input_ids.shape[0] == len(self.query_lens)

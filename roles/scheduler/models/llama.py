@@ -17,7 +17,7 @@ from roles.model_files.model_shape import ModelShape
 from roles.scheduler.forward_batch import ForwardBatch
 from roles.scheduler.kv_cache import KVCache
 from roles.scheduler.models.paged_attention import PagedAttentionPlan
-from roles.scheduler.models.quantized_linear import WEIGHT_DTYPES, make_linear
+from roles.scheduler.models.quantized_linear import WEIGHT_DTYPES, make_linear, runnable_weight_dtype
 from roles.scheduler.models.rotary import RotaryEmbedding, apply_rotary
 from roles.scheduler.models.weight_sources import GGUFWeights, HFWeights, WeightSource, as_weight_source
 
@@ -73,11 +73,19 @@ class LlamaForCausalLM(nn.Module):
         super().__init__()
         if weight_dtype not in WEIGHT_DTYPES:
             raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
+        weight_dtype = runnable_weight_dtype(weight_dtype)
         weights = as_weight_source(weights)
         self.shape = shape
         self.weight_dtype = weight_dtype
         self.queries_per_kv = shape.num_heads // shape.num_kv_heads
-        self.embed_tokens = _frozen(weights.float_tensor("model.embed_tokens.weight"))
+        # auto: the embedding table stays in the file's format and serves lookups and the tied head;
+        # the other modes keep a float32 table.
+        self.embedding = None
+        self.embed_tokens = None
+        if weight_dtype == "auto":
+            self.embedding = make_linear(weights, ["model.embed_tokens.weight"], "auto")
+        else:
+            self.embed_tokens = _frozen(weights.float_tensor("model.embed_tokens.weight"))
         self.layers = nn.ModuleList(
             LlamaDecoderLayer(shape, i, weights, weight_dtype) for i in range(shape.num_layers)
         )
@@ -85,29 +93,56 @@ class LlamaForCausalLM(nn.Module):
         head_name = "lm_head.weight"
         if shape.tie_word_embeddings or not weights.has(head_name):
             head_name = "model.embed_tokens.weight"
-        if weight_dtype == "exact" and head_name == "model.embed_tokens.weight":
+        if weight_dtype in ("auto", "exact") and head_name == "model.embed_tokens.weight":
             self.lm_head = None  # tied: reuse the embedding matrix, no second copy
+        elif weight_dtype == "auto":
+            self.lm_head = make_linear(weights, [head_name], "auto")
         else:
             # The vocabulary projection stays int8 even in int4 mode: GGUFs keep it at 8 bits or more (Q8_0
             # here), and int4 would add error the file itself does not have.
             head_dtype = "int8" if weight_dtype != "exact" else "exact"
             self.lm_head = make_linear(weights, [head_name], head_dtype, prefer_raw=False)
         self.rotary = RotaryEmbedding(shape.head_dim, shape.rope_theta, shape.rope_scaling)
+        self._native_decode = None  # NativeDecodePlan, built at the first decode step (weights in place)
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        if self.embedding is not None:
+            return self.embedding.rows(input_ids)
+        return F.embedding(input_ids, self.embed_tokens)
+
+    def vocab_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.lm_head is not None:
+            return self.lm_head(hidden).float()
+        if self.embedding is not None:
+            return self.embedding(hidden)
+        return F.linear(hidden, self.embed_tokens)
+
+    def native_decode_plan(self):
+        """The one-call decode step (auto mode, every linear kernel-ready), else None."""
+        if self.weight_dtype != "auto":
+            return None
+        if self._native_decode is None:
+            from roles.scheduler.models.native_decode import NativeDecodePlan
+
+            self._native_decode = NativeDecodePlan(self) if NativeDecodePlan.supports(self) else False
+        return self._native_decode or None
 
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
         """Logits (B, vocab) float32 for the tokens at ``batch.logits_indices``."""
+        if batch.is_decode_only:
+            native_plan = self.native_decode_plan()
+            if native_plan is not None:
+                return native_plan.forward(batch, kv)
         plan = PagedAttentionPlan(batch, kv.page_size, self.queries_per_kv)
         cos, sin = self.rotary.cos_sin(batch.positions)
-        hidden = F.embedding(batch.input_ids, self.embed_tokens)
+        hidden = self.embed(batch.input_ids)
         for layer in self.layers:
             hidden = layer(hidden, cos, sin, plan, kv)
         hidden = F.rms_norm(
             hidden[batch.logits_indices], (hidden.shape[-1],), self.norm, self.shape.rms_norm_eps
         )
-        if self.lm_head is None:
-            return F.linear(hidden, self.embed_tokens)
-        return self.lm_head(hidden).float()
+        return self.vocab_logits(hidden)
 
 
 def load_model(

@@ -11,6 +11,7 @@ import torch
 
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.models.llama import LlamaForCausalLM
+from roles.scheduler.models.packed_linear import packed_from_state
 from roles.scheduler.models.rotary import RotaryEmbedding
 from roles.scheduler.models.weight_sources import WeightSource
 
@@ -67,6 +68,11 @@ def model_from_state(
 ) -> LlamaForCausalLM:
     with torch.device("meta"):
         model = LlamaForCausalLM(shape, _MetaWeights(shape), weight_dtype)
+    # The meta source has no file blocks, so packed linears come out dense: put them back from the state.
+    for name in state:
+        if name.endswith(".block_codes"):
+            module_name = name[: -len(".block_codes")]
+            model.set_submodule(module_name, packed_from_state(state, module_name + "."))
     expected = set(model_state(model))
     if expected != set(state):
         missing, extra = sorted(expected - set(state))[:5], sorted(set(state) - expected)[:5]

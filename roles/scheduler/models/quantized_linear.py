@@ -1,5 +1,7 @@
 """Linear layers for each weight mode, on torch's CPU kernels.
 
+- "auto": the checkpoint's own Q4_0 / Q4_1 / Q8_0 blocks on roleserve's kernels (``packed_linear``);
+  float tensors stay float32 (DenseLinear, also run by the kernels in a decode step).
 - "exact": float32 weights, F.linear.
 - "int8": symmetric per-output-channel int8, ``aten._weight_int8pack_mm``.
 - "int4": asymmetric group-32 int4, ``aten._weight_int4pack_mm_for_cpu``. A GGUF's Q4_1 blocks
@@ -17,17 +19,36 @@ and multiplied in float32.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from roles.model_files.gguf_checkpoint import RawQuantTensor
+from roles.scheduler.kernels import native
+from roles.scheduler.models.packed_linear import PACKED_TYPES, PackedLinear, pack_gguf_blocks
 
-WEIGHT_DTYPES = ("exact", "int8", "int4")
+log = logging.getLogger("roleserve.scheduler")
+_WARNED: set[str] = set()
+WEIGHT_DTYPES = ("auto", "exact", "int8", "int4")
 INT4_GROUP = 32
 KERNEL_MAX_ROWS = 48  # measured crossover: kernels win below ~32-64 rows, float32 matmul above
 _Q4_1_BLOCK_BYTES = 20  # float16 d, float16 m, 16 bytes of two 4-bit values each
+
+
+def runnable_weight_dtype(weight_dtype: str) -> str:
+    """``auto`` falls back to ``exact`` (with a warning that says why) where the CPU kernels cannot run."""
+    if weight_dtype != "auto":
+        return weight_dtype
+    reason = native.unavailable_reason()
+    if reason is None:
+        return "auto"
+    if reason not in _WARNED:
+        _WARNED.add(reason)
+        log.warning("exec.weight_dtype auto runs as exact (float32): %s", reason)
+    return "exact"
 
 
 class DenseLinear(nn.Module):
@@ -39,6 +60,16 @@ class DenseLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self.weight)
+
+    def rows(self, ids: torch.Tensor) -> torch.Tensor:
+        return F.embedding(ids, self.weight)
+
+    def kernel_view(self) -> native.RsLinear | None:
+        """The kernels' view of the weight (F32 kind), or None when in_features is not a multiple of 32."""
+        out_features, in_features = self.weight.shape
+        if in_features % native.GROUP:
+            return None
+        return native.RsLinear(native.F32, out_features, in_features, 0, self.weight.data_ptr(), None, None)
 
 
 class Int8Linear(nn.Module):
@@ -129,10 +160,29 @@ def _int4_linear(weights, names: list[str], prefer_raw: bool) -> Int4Linear:
     return Int4Linear(codes, torch.cat([p[1] for p in parts], dim=1), torch.cat([p[2] for p in parts], dim=1))
 
 
+def _packed_linear(weights, names: list[str]) -> PackedLinear | None:
+    """The file's own blocks of every named weight, stacked, when they are all of one packed kind."""
+    raws = [weights.raw_tensor(name) for name in names]
+    if not all(raw is not None and raw.type_name in PACKED_TYPES for raw in raws):
+        return None
+    if len({raw.type_name == "Q8_0" for raw in raws}) > 1 or raws[0].cols % native.GROUP:
+        return None
+    parts = [pack_gguf_blocks(raw) for raw in raws]
+    mins = None if parts[0][2] is None else torch.cat([p[2] for p in parts], dim=0)
+    return PackedLinear(
+        torch.cat([p[0] for p in parts], dim=0), torch.cat([p[1] for p in parts], dim=0), mins
+    )
+
+
 def make_linear(weights, names: list[str], weight_dtype: str, prefer_raw: bool = True) -> nn.Module:
     """One linear whose output rows are the named weights stacked (e.g. Q|K|V), in the given mode."""
     if weight_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
+    if weight_dtype == "auto":
+        packed = _packed_linear(weights, names)
+        if packed is not None:
+            return packed
+        weight_dtype = "exact"
     in_features = None
     if weight_dtype == "int4":
         raw = weights.raw_tensor(names[0]) if prefer_raw else None

@@ -27,7 +27,7 @@ def test_identity_names_file_state_mode_and_format(tiny):
     assert identity_of(str(tiny), "exact") != exact
 
 
-@pytest.mark.parametrize("weight_dtype", ["exact", "int8", "int4"])
+@pytest.mark.parametrize("weight_dtype", ["auto", "exact", "int8", "int4"])
 def test_model_rebuilt_from_converted_state_decodes_identically(tiny, weight_dtype):
     model, shape = load_model(str(tiny), weight_dtype=weight_dtype)
     rebuilt = model_from_state(shape, weight_dtype, {k: v.clone() for k, v in model_state(model).items()})

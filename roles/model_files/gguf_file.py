@@ -1,0 +1,133 @@
+"""A direct reader of the GGUF container: metadata as Python values, tensors as views of one memory map.
+
+gguf.GGUFReader builds a numpy view per metadata item, which for a tokenizer of ~50k tokens and ~50k
+merges takes seconds on every open; the launcher, tokenizer, weight cache and scheduler each open the
+file. Here strings are sliced from one ``bytes`` buffer and numeric arrays are single numpy views, so an
+open costs tens of milliseconds. Tensor data stays in the map until a caller converts it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import pathlib
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+_MAGIC = b"GGUF"
+_DEFAULT_ALIGNMENT = 32
+# GGUF value types -> struct format (scalars) or numpy dtype (arrays).
+_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
+_NUMPY = {
+    0: "<u1",
+    1: "<i1",
+    2: "<u2",
+    3: "<i2",
+    4: "<u4",
+    5: "<i4",
+    6: "<f4",
+    7: "?",
+    10: "<u8",
+    11: "<i8",
+    12: "<f8",
+}
+_STRING, _ARRAY = 8, 9
+
+
+class GGUFFormatError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class GGUFTensorInfo:
+    name: str
+    dims: tuple[int, ...]  # innermost first, as GGUF lists them
+    type_id: int  # ggml type id (gguf.GGMLQuantizationType value)
+    offset: int  # absolute byte offset of the data in the file
+
+
+class _Cursor:
+    def __init__(self, buffer):
+        self.buffer, self.offset = buffer, 0
+
+    def unpack(self, fmt: str):
+        value = struct.unpack_from(fmt, self.buffer, self.offset)[0]
+        self.offset += struct.calcsize(fmt)
+        return value
+
+    def string(self) -> str:
+        length = self.unpack("<Q")
+        start = self.offset
+        self.offset += length
+        if self.offset > len(self.buffer):
+            raise GGUFFormatError("a string runs past the end of the file")
+        return bytes(self.buffer[start : self.offset]).decode("utf-8", errors="replace")
+
+    def value(self, type_id: int):
+        if type_id == _STRING:
+            return self.string()
+        if type_id == _ARRAY:
+            item_type, count = self.unpack("<I"), self.unpack("<Q")
+            if item_type == _STRING:
+                return [self.string() for _ in range(count)]
+            if item_type not in _NUMPY:
+                raise GGUFFormatError(f"unsupported array item type {item_type}")
+            dtype = np.dtype(_NUMPY[item_type])
+            values = np.frombuffer(self.buffer, dtype=dtype, count=count, offset=self.offset)
+            self.offset += count * dtype.itemsize
+            return values.tolist()
+        if type_id not in _SCALARS:
+            raise GGUFFormatError(f"unsupported value type {type_id}")
+        return self.unpack(_SCALARS[type_id])
+
+
+class GGUFFile:
+    """``fields``: key -> value (str, number, bool or list); ``tensors``: name -> GGUFTensorInfo."""
+
+    def __init__(self, path: str | pathlib.Path):
+        self.path = pathlib.Path(path)
+        with open(self.path, "rb") as handle:
+            self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        self.size = len(self._map)
+        cursor = _Cursor(self._map)
+        try:
+            if cursor.buffer[:4] != _MAGIC:
+                raise GGUFFormatError("not a GGUF file (bad magic)")
+            cursor.offset = 4
+            version = cursor.unpack("<I")
+            if version not in (2, 3):
+                raise GGUFFormatError(f"GGUF version {version} is not supported (2 or 3)")
+            num_tensors, num_fields = cursor.unpack("<Q"), cursor.unpack("<Q")
+            self.fields: dict[str, object] = {}
+            for _ in range(num_fields):
+                key = cursor.string()
+                self.fields[key] = cursor.value(cursor.unpack("<I"))
+            infos = []
+            for _ in range(num_tensors):
+                name = cursor.string()
+                dims = tuple(cursor.unpack("<Q") for _ in range(cursor.unpack("<I")))
+                infos.append((name, dims, cursor.unpack("<I"), cursor.unpack("<Q")))
+        except (struct.error, ValueError) as error:
+            raise GGUFFormatError(f"truncated or malformed header: {error}") from None
+        alignment = int(self.fields.get("general.alignment", _DEFAULT_ALIGNMENT))
+        data_start = -(-cursor.offset // alignment) * alignment
+        self.tensors = {name: GGUFTensorInfo(name, dims, t, data_start + off) for name, dims, t, off in infos}
+
+    def tensor_bytes(self, info: GGUFTensorInfo, nbytes: int) -> np.ndarray:
+        """The raw bytes of a tensor as a read-only uint8 view of the map (no copy)."""
+        if info.offset + nbytes > len(self._map):
+            raise GGUFFormatError(f"tensor {info.name!r} runs past the end of the file")
+        return np.frombuffer(self._map, dtype=np.uint8, count=nbytes, offset=info.offset)

@@ -1,0 +1,201 @@
+// roleserve's CPU kernels, called through ctypes (GIL released): quantised linears for any number of rows,
+// embedding-row lookup, and one whole Llama decode step (every sequence adds one token) in a single call.
+//
+// The decode step exists because at a few rows per step the model's arithmetic takes a few milliseconds
+// while dispatching ~40 torch ops per layer from Python takes as long again; here a step is one call and
+// one OpenMP parallel region whose threads split every linear by output rows and attention by
+// (sequence, head). OpenMP is libgomp, the runtime torch itself loads, so both share one thread pool.
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "linear_kernels.h"
+
+extern "C" {
+
+struct rs_layer {
+    const float* input_norm;  // (hidden,)
+    const float* post_norm;   // (hidden,)
+    rs_linear qkv;            // (heads + 2 * kv_heads) * head_dim rows: Q | K | V
+    rs_linear o;              // hidden rows
+    rs_linear gate_up;        // 2 * intermediate rows: gate | up
+    rs_linear down;           // hidden rows
+};
+
+struct rs_model {
+    int32_t num_layers, hidden, intermediate, heads, kv_heads, head_dim, vocab, reserved;
+    float eps, reserved2;
+    const rs_linear* embed;  // (vocab, hidden)
+    const rs_linear* head;   // (vocab, hidden); may be the embedding
+    const float* final_norm;
+    const rs_layer* layers;
+    const float* inv_freq;  // (head_dim / 2,) RoPE inverse frequencies, HF rotate_half layout
+};
+
+struct rs_decode_batch {
+    int64_t num_seqs;
+    const int64_t* token_ids;     // (B,)
+    const int64_t* positions;     // (B,) position of the new token = tokens already cached
+    const int64_t* slots;         // (B,) cache slot for the new token's K/V
+    const int64_t* block_tables;  // (B, table_stride) page ids
+    int64_t table_stride;
+    int64_t page_size;
+    float* kv;  // (layers, 2, num_slots, kv_heads, head_dim)
+    int64_t num_slots;
+    float* logits;  // (B, vocab) out
+};
+
+int rs_kernels_abi_version() { return 1; }
+
+}  // extern "C"
+
+namespace {
+
+void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, float* out) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * x[i];
+    const float inv = 1.0f / std::sqrt(float(sum / n) + eps);
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+// HF rotate_half: pairs (i, i + half) rotate by position * inv_freq[i].
+void rotate(float* head, const float* cos, const float* sin, int64_t half) {
+    for (int64_t i = 0; i < half; ++i) {
+        const float a = head[i], b = head[i + half];
+        head[i] = a * cos[i] - b * sin[i];
+        head[i + half] = b * cos[i] + a * sin[i];
+    }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+    int64_t i = 0;
+    __m256 acc = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    float sum = rs_hsum(acc);
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+void axpy(float alpha, const float* x, float* y, int64_t n) {
+    int64_t i = 0;
+    const __m256 a = _mm256_set1_ps(alpha);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// One query head of one sequence against its cached keys/values (this step's K/V already written).
+void attend_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq, int64_t head, const float* q,
+                 const float* k_cache, const float* v_cache, float* scores, float* out) {
+    const int64_t d = m.head_dim, group = m.heads / m.kv_heads, kv_head = head / group;
+    const int64_t length = batch.positions[seq] + 1;
+    const int64_t* table = batch.block_tables + seq * batch.table_stride;
+    const int64_t row_stride = int64_t(m.kv_heads) * d;
+    const float scale = 1.0f / std::sqrt(float(d));
+    float best = -INFINITY;
+    for (int64_t t = 0; t < length; ++t) {
+        const int64_t slot = table[t / batch.page_size] * batch.page_size + t % batch.page_size;
+        scores[t] = dot(q, k_cache + slot * row_stride + kv_head * d, d) * scale;
+        best = scores[t] > best ? scores[t] : best;
+    }
+    float total = 0.0f;
+    for (int64_t t = 0; t < length; ++t) {
+        scores[t] = std::exp(scores[t] - best);
+        total += scores[t];
+    }
+    std::memset(out, 0, sizeof(float) * d);
+    for (int64_t t = 0; t < length; ++t) {
+        const int64_t slot = table[t / batch.page_size] * batch.page_size + t % batch.page_size;
+        axpy(scores[t] / total, v_cache + slot * row_stride + kv_head * d, out, d);
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+// y (rows, n) = x (rows, k) @ W.T, every thread of a new parallel region taking a share of the output rows.
+void rs_linear_forward(const rs_linear* w, const float* x, int64_t rows, float* out, int32_t threads) {
+#pragma omp parallel num_threads(threads)
+    rs_linear_shared(*w, x, rows, w->k, out, w->n);
+}
+
+// out (count, k) = rows ids[i] of W as float32.
+void rs_weight_rows(const rs_linear* w, const int64_t* ids, int64_t count, float* out) {
+    for (int64_t i = 0; i < count; ++i) rs_weight_row(*w, ids[i], out + i * w->k);
+}
+
+// One decode step for B sequences: embed, every layer, final norm, logits. Returns 0, or -1 when the
+// scratch memory could not be allocated.
+int rs_decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32_t threads) {
+    const rs_model& m = *model;
+    const rs_decode_batch& batch = *batch_in;
+    const int64_t B = batch.num_seqs, H = m.hidden, D = m.head_dim, half = D / 2;
+    const int64_t q_size = int64_t(m.heads) * D, kv_size = int64_t(m.kv_heads) * D;
+    const int64_t qkv_size = q_size + 2 * kv_size, inter = m.intermediate;
+    int64_t longest = 1;
+    for (int64_t s = 0; s < B; ++s) longest = batch.positions[s] + 1 > longest ? batch.positions[s] + 1 : longest;
+
+    std::vector<float> hidden(B * H), normed(B * H), qkv(B * qkv_size), attended(B * q_size), proj(B * H),
+        gate_up(B * 2 * inter), act(B * inter), cos(B * half), sin(B * half),
+        scores(B * int64_t(m.heads) * longest);
+    for (int64_t s = 0; s < B; ++s) {
+        rs_weight_row(*m.embed, batch.token_ids[s], hidden.data() + s * H);
+        for (int64_t i = 0; i < half; ++i) {
+            const float angle = float(batch.positions[s]) * m.inv_freq[i];
+            cos[s * half + i] = std::cos(angle);
+            sin[s * half + i] = std::sin(angle);
+        }
+    }
+    const int64_t layer_floats = 2 * batch.num_slots * kv_size;
+
+#pragma omp parallel num_threads(threads)
+    {
+        for (int32_t l = 0; l < m.num_layers; ++l) {
+            const rs_layer& layer = m.layers[l];
+            float* k_cache = batch.kv + l * layer_floats;
+            float* v_cache = k_cache + batch.num_slots * kv_size;
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < B; ++s) rms_norm_row(&hidden[s * H], layer.input_norm, H, m.eps, &normed[s * H]);
+            rs_linear_shared(layer.qkv, normed.data(), B, H, qkv.data(), qkv_size);
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < B; ++s) {
+                float* row = &qkv[s * qkv_size];
+                for (int64_t h = 0; h < m.heads + m.kv_heads; ++h) rotate(row + h * D, &cos[s * half], &sin[s * half], half);
+                std::memcpy(k_cache + batch.slots[s] * kv_size, row + q_size, sizeof(float) * kv_size);
+                std::memcpy(v_cache + batch.slots[s] * kv_size, row + q_size + kv_size, sizeof(float) * kv_size);
+            }
+#pragma omp for schedule(dynamic, 1) collapse(2)
+            for (int64_t s = 0; s < B; ++s)
+                for (int64_t h = 0; h < m.heads; ++h)
+                    attend_head(m, batch, s, h, &qkv[s * qkv_size + h * D], k_cache, v_cache,
+                                &scores[(s * m.heads + h) * longest], &attended[s * q_size + h * D]);
+            rs_linear_shared(layer.o, attended.data(), B, q_size, proj.data(), H);
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < B; ++s) {
+                for (int64_t i = 0; i < H; ++i) hidden[s * H + i] += proj[s * H + i];
+                rms_norm_row(&hidden[s * H], layer.post_norm, H, m.eps, &normed[s * H]);
+            }
+            rs_linear_shared(layer.gate_up, normed.data(), B, H, gate_up.data(), 2 * inter);
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < B; ++s)
+                for (int64_t i = 0; i < inter; ++i) {
+                    const float g = gate_up[s * 2 * inter + i], u = gate_up[s * 2 * inter + inter + i];
+                    act[s * inter + i] = g / (1.0f + std::exp(-g)) * u;
+                }
+            rs_linear_shared(layer.down, act.data(), B, inter, proj.data(), H);
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < B; ++s)
+                for (int64_t i = 0; i < H; ++i) hidden[s * H + i] += proj[s * H + i];
+        }
+#pragma omp for schedule(static)
+        for (int64_t s = 0; s < B; ++s) rms_norm_row(&hidden[s * H], m.final_norm, H, m.eps, &normed[s * H]);
+        rs_linear_shared(*m.head, normed.data(), B, H, batch.logits, m.vocab);
+    }
+    return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,150 @@
+"""The ctypes face of the CPU kernel library: struct mirrors of cpu_kernels.cpp and the three entry points.
+
+ctypes releases the GIL for every call. The library is found next to this file (built by setup.py during
+``pip install``); ``unavailable_reason()`` says why it cannot be used, or None when it can.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.machinery
+import pathlib
+
+import torch
+
+ABI_VERSION = 1
+Q4, Q8, F32 = 0, 1, 2
+GROUP = 32
+
+_ptr = ctypes.c_void_p
+
+
+class RsLinear(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_int32),
+        ("n", ctypes.c_int32),
+        ("k", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+        ("codes", _ptr),
+        ("scales", _ptr),
+        ("mins", _ptr),
+    ]
+
+
+class RsLayer(ctypes.Structure):
+    _fields_ = [
+        ("input_norm", _ptr),
+        ("post_norm", _ptr),
+        ("qkv", RsLinear),
+        ("o", RsLinear),
+        ("gate_up", RsLinear),
+        ("down", RsLinear),
+    ]
+
+
+class RsModel(ctypes.Structure):
+    _fields_ = [
+        ("num_layers", ctypes.c_int32),
+        ("hidden", ctypes.c_int32),
+        ("intermediate", ctypes.c_int32),
+        ("heads", ctypes.c_int32),
+        ("kv_heads", ctypes.c_int32),
+        ("head_dim", ctypes.c_int32),
+        ("vocab", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+        ("eps", ctypes.c_float),
+        ("reserved2", ctypes.c_float),
+        ("embed", ctypes.POINTER(RsLinear)),
+        ("head", ctypes.POINTER(RsLinear)),
+        ("final_norm", _ptr),
+        ("layers", ctypes.POINTER(RsLayer)),
+        ("inv_freq", _ptr),
+    ]
+
+
+class RsDecodeBatch(ctypes.Structure):
+    _fields_ = [
+        ("num_seqs", ctypes.c_int64),
+        ("token_ids", _ptr),
+        ("positions", _ptr),
+        ("slots", _ptr),
+        ("block_tables", _ptr),
+        ("table_stride", ctypes.c_int64),
+        ("page_size", ctypes.c_int64),
+        ("kv", _ptr),
+        ("num_slots", ctypes.c_int64),
+        ("logits", _ptr),
+    ]
+
+
+def _library_path() -> pathlib.Path | None:
+    here = pathlib.Path(__file__).resolve().parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = here / f"_cpu_kernels{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+@functools.lru_cache(maxsize=1)
+def unavailable_reason() -> str | None:
+    missing = {"avx2", "fma", "f16c"} - _cpu_flags()
+    if missing:
+        return f"this CPU lacks {', '.join(sorted(missing))}"
+    path = _library_path()
+    if path is None:
+        return "the kernel library is not built (reinstall roleserve: pip install -e .)"
+    try:
+        library = ctypes.CDLL(str(path))
+    except OSError as error:
+        return f"the kernel library does not load: {error}"
+    if library.rs_kernels_abi_version() != ABI_VERSION:
+        return "the kernel library is stale (reinstall roleserve: pip install -e .)"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def library() -> ctypes.CDLL:
+    reason = unavailable_reason()
+    if reason is not None:
+        raise RuntimeError(f"roleserve CPU kernels unavailable: {reason}")
+    lib = ctypes.CDLL(str(_library_path()))
+    lib.rs_linear_forward.argtypes = [ctypes.POINTER(RsLinear), _ptr, ctypes.c_int64, _ptr, ctypes.c_int32]
+    lib.rs_linear_forward.restype = None
+    lib.rs_weight_rows.argtypes = [ctypes.POINTER(RsLinear), _ptr, ctypes.c_int64, _ptr]
+    lib.rs_weight_rows.restype = None
+    lib.rs_decode_step.argtypes = [ctypes.POINTER(RsModel), ctypes.POINTER(RsDecodeBatch), ctypes.c_int32]
+    lib.rs_decode_step.restype = ctypes.c_int
+    return lib
+
+
+def linear_forward(weight: RsLinear, x: torch.Tensor) -> torch.Tensor:
+    """x (M, k) float32 contiguous -> (M, n) float32."""
+    out = torch.empty(x.shape[0], weight.n, dtype=torch.float32)
+    library().rs_linear_forward(
+        ctypes.byref(weight), x.data_ptr(), x.shape[0], out.data_ptr(), torch.get_num_threads()
+    )
+    return out
+
+
+def weight_rows(weight: RsLinear, ids: torch.Tensor) -> torch.Tensor:
+    """ids (T,) int64 contiguous -> (T, k) float32 rows of the weight."""
+    out = torch.empty(ids.shape[0], weight.k, dtype=torch.float32)
+    library().rs_weight_rows(ctypes.byref(weight), ids.data_ptr(), ids.shape[0], out.data_ptr())
+    return out
+
+
+def decode_step(model: RsModel, batch: RsDecodeBatch) -> None:
+    if library().rs_decode_step(ctypes.byref(model), ctypes.byref(batch), torch.get_num_threads()) != 0:
+        raise MemoryError("decode step could not allocate its scratch memory")

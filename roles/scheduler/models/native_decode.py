@@ -1,0 +1,82 @@
+"""A whole decode step of our Llama in one kernel call (``exec.weight_dtype: auto``).
+
+When every sequence of a step adds exactly one token, the model's layers, attention over the paged
+cache, final norm and logits run in ``rs_decode_step`` (kernels/cpu_kernels.cpp): one call and one
+parallel region instead of ~40 torch ops per layer. The plan holds the C view of every weight; it is
+built once, after the weights are in place (loaded, or mapped from the weight cache).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+from roles.scheduler.forward_batch import ForwardBatch
+from roles.scheduler.kernels import native
+from roles.scheduler.kv_cache import KVCache
+
+
+class NativeDecodePlan:
+    def __init__(self, model):
+        shape = model.shape
+        layers = (native.RsLayer * shape.num_layers)()
+        for index, layer in enumerate(model.layers):
+            views = [
+                module.kernel_view()
+                for module in (layer.qkv_proj, layer.o_proj, layer.gate_up_proj, layer.down_proj)
+            ]
+            layers[index] = native.RsLayer(
+                layer.input_norm.data_ptr(), layer.post_attention_norm.data_ptr(), *views
+            )
+        self.embed = model.embedding.kernel_view()
+        self.head = self.embed if model.lm_head is None else model.lm_head.kernel_view()
+        self.inv_freq = model.rotary.inv_freq.to(torch.float32).contiguous()
+        self.layers = layers  # the structs must outlive every call that points at them
+        self.model = native.RsModel(
+            shape.num_layers,
+            shape.hidden_size,
+            shape.intermediate_size,
+            shape.num_heads,
+            shape.num_kv_heads,
+            shape.head_dim,
+            shape.vocab_size,
+            0,
+            shape.rms_norm_eps,
+            0.0,
+            ctypes.pointer(self.embed),
+            ctypes.pointer(self.head),
+            model.norm.data_ptr(),
+            layers,
+            self.inv_freq.data_ptr(),
+        )
+
+    @staticmethod
+    def supports(model) -> bool:
+        """True when every linear has a kernel view (packed, or float32 with in_features % 32 == 0)."""
+        modules = [model.embedding] + ([] if model.lm_head is None else [model.lm_head])
+        for layer in model.layers:
+            modules += [layer.qkv_proj, layer.o_proj, layer.gate_up_proj, layer.down_proj]
+        return all(
+            getattr(m, "kernel_view", None) is not None and m.kernel_view() is not None for m in modules
+        )
+
+    def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
+        """Logits (B, vocab) float32 for a batch whose every sequence has one new token."""
+        num_seqs = len(batch.query_lens)
+        logits = torch.empty(num_seqs, self.model.vocab, dtype=torch.float32)
+        tables = batch.block_tables.contiguous()
+        step = native.RsDecodeBatch(
+            num_seqs,
+            batch.input_ids.data_ptr(),
+            batch.positions.data_ptr(),
+            batch.slot_mapping.data_ptr(),
+            tables.data_ptr(),
+            tables.shape[1],
+            kv.page_size,
+            kv.storage.data_ptr(),
+            kv.num_slots,
+            logits.data_ptr(),
+        )
+        native.decode_step(self.model, step)
+        return logits

@@ -1,0 +1,113 @@
+"""exec.weight_dtype auto: the file's own blocks on our kernels, and the one-call decode step.
+
+- Packed linears compute exactly what the file's blocks mean (reference: the gguf package's dequantizer).
+- The one-call decode step gives the same logits as the op-by-op torch path of the same model.
+- Against exact float32 (teacher forced on exact's own greedy tokens), top-1 agreement on 16 prompts.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGMLQuantizationType
+from gguf.quants import dequantize
+
+from roles.model_files.gguf_checkpoint import RawQuantTensor
+from roles.scheduler.kernels import native
+from roles.scheduler.models import quantized_linear
+from roles.scheduler.models.llama import load_model
+from roles.scheduler.models.packed_linear import PackedLinear, pack_gguf_blocks
+from tests.paged_greedy import forced_decode_logits, greedy_decode_with_logits
+from tests.tiny_checkpoint import write_tiny_llama
+
+pytestmark = pytest.mark.skipif(native.unavailable_reason() is not None, reason="CPU kernels unavailable")
+
+_BLOCK_BYTES = {"Q4_0": 18, "Q4_1": 20, "Q8_0": 34}
+
+
+def random_blocks(type_name: str, rows: int, cols: int, seed: int) -> np.ndarray:
+    """Valid GGUF blocks: finite float16 scale (and min), random codes."""
+    rng = np.random.default_rng(seed)
+    groups = cols // 32
+    blocks = rng.integers(0, 256, size=(rows, groups, _BLOCK_BYTES[type_name]), dtype=np.uint8)
+    blocks[..., 0:2] = rng.uniform(0.001, 0.05, (rows, groups, 1)).astype(np.float16).view(np.uint8)
+    if type_name == "Q4_1":
+        blocks[..., 2:4] = rng.uniform(-0.3, 0.1, (rows, groups, 1)).astype(np.float16).view(np.uint8)
+    return blocks.reshape(rows, -1)
+
+
+@pytest.mark.parametrize("type_name", ["Q4_0", "Q4_1", "Q8_0"])
+@pytest.mark.parametrize("rows", [1, 2, 3, 7, 8, 9, 17])
+def test_packed_linear_computes_the_file_values(type_name, rows):
+    out_features, in_features = 40, 96  # 40 = two work blocks of 16 plus a remainder
+    blocks = random_blocks(type_name, out_features, in_features, seed=rows)
+    weight = dequantize(blocks, GGMLQuantizationType[type_name]).reshape(out_features, in_features)
+    linear = PackedLinear(*pack_gguf_blocks(RawQuantTensor(type_name, out_features, in_features, blocks)))
+    x = torch.randn(rows, in_features)
+    expected = x.double() @ torch.from_numpy(weight).double().T
+    assert torch.allclose(linear(x).double(), expected, rtol=1e-4, atol=1e-4)
+    ids = torch.tensor([0, 39, 5])
+    assert torch.equal(linear.rows(ids), torch.from_numpy(weight)[ids].float())
+
+
+def _native_and_torch_logits(model, shape, prompts, steps):
+    continuations, _ = greedy_decode_with_logits(model, shape, prompts, steps)
+    native_logits = forced_decode_logits(model, shape, prompts, continuations)
+    model._native_decode = False  # the op-by-op path for every step
+    torch_logits = forced_decode_logits(model, shape, prompts, continuations)
+    model._native_decode = None
+    return native_logits, torch_logits
+
+
+def test_one_call_decode_step_equals_the_op_by_op_path_on_a_float_checkpoint(tmp_path):
+    model, shape = load_model(str(write_tiny_llama(tmp_path / "tiny")), weight_dtype="auto")
+    assert model.native_decode_plan() is not None  # float32 linears run as the kernels' F32 kind
+    prompts = [[5, 6, 7, 8], [40, 41], list(range(60, 100))]  # lengths cross page boundaries
+    native_logits, torch_logits = _native_and_torch_logits(model, shape, prompts, steps=20)
+    for ours, theirs in zip(native_logits, torch_logits, strict=True):
+        assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def bundled_auto():
+    return load_model("smollm2", weight_dtype="auto")
+
+
+def test_one_call_decode_step_equals_the_op_by_op_path_on_the_bundled_gguf(bundled_auto):
+    model, shape = bundled_auto
+    native_logits, torch_logits = _native_and_torch_logits(model, shape, PROMPTS[:5], steps=12)
+    for ours, theirs in zip(native_logits, torch_logits, strict=True):
+        assert (ours - theirs).abs().max() < 1e-3 * theirs.abs().max()
+        assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
+
+
+PROMPTS = [  # 16 prompts of token ids: English, code, numbers, chat-like, random
+    [504, 3575, 282, 4649, 314],
+    [1604, 3987, 46477, 24, 94, 727, 2367],
+    [6403, 1980, 253, 655, 28, 281, 253, 1165, 6560, 411, 260, 3426, 28],
+    [33, 28, 216, 34, 28, 216, 35, 28, 216, 37, 28, 216, 40, 28],
+    *[[int(t) for t in np.random.default_rng(seed).integers(100, 20000, 6 + seed)] for seed in range(12)],
+]
+MIN_TOP1_AGREEMENT = 0.98
+
+
+def test_auto_agrees_with_exact_float32(bundled_auto):
+    """Teacher forced on exact's greedy tokens: the prompt through the prefill path, then one-call decode steps."""
+    exact, shape = load_model("smollm2", weight_dtype="exact")
+    continuations, exact_logits = greedy_decode_with_logits(exact, shape, PROMPTS, 24)
+    model, _ = bundled_auto
+    logits = forced_decode_logits(model, shape, PROMPTS, continuations)
+    agree = sum(int((a.argmax(-1) == e.argmax(-1)).sum()) for a, e in zip(logits, exact_logits, strict=True))
+    total = sum(e.shape[0] for e in exact_logits)
+    assert agree / total >= MIN_TOP1_AGREEMENT, f"top-1 agreement {agree / total:.4f} over {total} positions"
+
+
+def test_auto_falls_back_to_exact_with_a_reason_where_the_kernels_cannot_run(monkeypatch, caplog):
+    monkeypatch.setattr(native, "unavailable_reason", lambda: "this CPU lacks avx2")
+    with caplog.at_level(logging.WARNING, logger="roleserve.scheduler"):
+        assert quantized_linear.runnable_weight_dtype("auto") == "exact"
+    assert "this CPU lacks avx2" in caplog.text
+    assert quantized_linear.runnable_weight_dtype("int4") == "int4"
