@@ -3,6 +3,11 @@ and (with --start) the same workload on the in-process engine in the same run, f
 
     .venv/bin/python bench/serving.py --start [--concurrency 1 8 32] [--output-len 128] [--prompt-len 32]
     .venv/bin/python bench/serving.py --url http://127.0.0.1:30000 --concurrency 8 --request-rate 4
+    .venv/bin/python bench/serving.py --start --reference-url http://127.0.0.1:8080 --prompt-len 128
+
+With --reference-url, every level runs against the reference server too (any OpenAI-compatible server,
+e.g. llama.cpp's llama-server on the same GGUF), one server at a time, and a side-by-side table of
+ratios is printed.
 
 Prompts are random token ids (seeded) sent as `prompt: [ids]`, outputs run to --output-len with EOS
 ignored, so every request does the same work. Only loopback servers; every loop is bounded by
@@ -65,6 +70,7 @@ async def one_request(
             if chunk["choices"] and chunk["choices"][0]["text"]:
                 arrivals.append(time.perf_counter())
     ended = time.perf_counter()
+    tokens = tokens or len(arrivals)  # a server that sends no usage: one token per streamed chunk
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
     return {
         "ttft": (arrivals[0] - started) if arrivals else float("nan"),
@@ -84,7 +90,8 @@ async def run_load(
     request_rate: float | None,
     seed: int,
 ) -> dict:
-    prompts = make_prompts(num_requests, prompt_len, seed)
+    # Fresh prompts per level: no server answers a level from a prefix cache warmed by the previous one.
+    prompts = make_prompts(num_requests, prompt_len, seed * 1000 + concurrency)
     limits = httpx.Limits(max_connections=concurrency + 4)
     async with httpx.AsyncClient(timeout=httpx.Timeout(600), limits=limits) as client:
         await one_request(client, url, model, prompts[0][:8], 4)  # warm-up
@@ -137,7 +144,7 @@ def engine_tok_s(
         )
     )
     params = SamplingParams(temperature=0, max_tokens=output_len, ignore_eos=True)
-    prompts = make_prompts(num_requests, prompt_len, seed)
+    prompts = make_prompts(num_requests, prompt_len, seed * 1000 + concurrency)
     engine.generate([prompts[0][:8]], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))
     started = time.perf_counter()
     for start in range(0, num_requests, concurrency):
@@ -183,7 +190,9 @@ def main() -> None:
     parser.add_argument("--output-len", type=int, default=128)
     parser.add_argument("--request-rate", type=float, default=None, help="Poisson arrivals per second")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--weight-dtype", default="exact")
+    parser.add_argument("--weight-dtype", default="auto")
+    parser.add_argument("--reference-url", default=None, help="another server to run the same load against")
+    parser.add_argument("--reference-name", default="reference")
     parser.add_argument("--skip-engine", action="store_true", help="do not run the in-process comparison")
     args = parser.parse_args()
     if not args.url and not args.start:
@@ -199,27 +208,31 @@ def main() -> None:
             port = probe.getsockname()[1]
         server = start_server(port, args.weight_dtype, max(args.concurrency))
         url = f"http://127.0.0.1:{port}"
-    if not url.startswith(("http://127.", "http://localhost", "http://[::1]")):
-        raise SystemExit("bench/serving.py only targets loopback servers")
-    rows = []
+    for target in (url, args.reference_url):
+        if target and not target.startswith(("http://127.", "http://localhost", "http://[::1]")):
+            raise SystemExit("bench/serving.py only targets loopback servers")
+    rows, reference_rows = [], []
     try:
         for concurrency in args.concurrency:
             count = args.requests_per_level or max(4, 2 * concurrency)
-            rows.append(
-                asyncio.run(
-                    run_load(
-                        url,
-                        args.model,
-                        concurrency,
-                        count,
-                        args.prompt_len,
-                        args.output_len,
-                        args.request_rate,
-                        args.seed,
+            for target, results in ((url, rows), (args.reference_url, reference_rows)):
+                if target is None:
+                    continue
+                results.append(
+                    asyncio.run(
+                        run_load(
+                            target,
+                            args.model,
+                            concurrency,
+                            count,
+                            args.prompt_len,
+                            args.output_len,
+                            args.request_rate,
+                            args.seed,
+                        )
                     )
                 )
-            )
-            print(json.dumps(rows[-1]), flush=True)
+                print(json.dumps({"url": target, **results[-1]}), flush=True)
     finally:
         if server is not None:
             server.terminate()
@@ -247,6 +260,26 @@ def main() -> None:
             f"{row['concurrency']:>4} {row['requests']:>5} {row['tok_s']:>8.1f} {ttft:>24} {itl:>22}"
             f" {engine or 0:>12.1f} {ratio:>12}"
         )
+    if reference_rows:
+        print_side_by_side(rows, reference_rows, args.reference_name)
+
+
+def print_side_by_side(rows: list[dict], reference_rows: list[dict], name: str) -> None:
+    print(
+        f"\n{'conc':>4} {'tok/s':>8} {name + ' tok/s':>16} {'ratio':>7}"
+        f" {'ttft p50 (ms)':>14} {name + ' ttft':>14} {'ratio':>7}"
+        f" {'itl p50 (ms)':>13} {name + ' itl':>13} {'ratio':>7}"
+    )
+    for ours, theirs in zip(rows, reference_rows, strict=True):
+        print(
+            f"{ours['concurrency']:>4} {ours['tok_s']:>8.1f} {theirs['tok_s']:>16.1f}"
+            f" {ours['tok_s'] / theirs['tok_s']:>6.2f}x"
+            f" {ours['ttft_p50'] * 1000:>14.0f} {theirs['ttft_p50'] * 1000:>14.0f}"
+            f" {ours['ttft_p50'] / theirs['ttft_p50']:>6.2f}x"
+            f" {ours['itl_p50'] * 1000:>13.1f} {theirs['itl_p50'] * 1000:>13.1f}"
+            f" {ours['itl_p50'] / theirs['itl_p50']:>6.2f}x"
+        )
+    print("ratios: ours / reference (tok/s: higher is better; ttft and itl: lower is better)")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from roles.model_files.gguf_file import GGUFFile, GGUFFormatError, GGUFTensorInfo
 from roles.model_files.model_path import ModelFileError
@@ -76,7 +75,7 @@ def hf_name(gguf_name: str) -> str | None:
     return None
 
 
-def unpermute_rope_rows(rows: torch.Tensor | np.ndarray, num_heads: int):
+def unpermute_rope_rows(rows, num_heads: int):
     """Undo llama.cpp's Q/K permutation along dim 0 (works for float weights and raw quant block rows).
 
     llama.cpp stores each head's rows as interleaved pairs (x0, x_half, x1, x_half+1, ...) for its
@@ -222,8 +221,10 @@ class GGUFCheckpoint:
         row_bytes = cols // block * block_bytes
         return self._file.tensor_bytes(info, rows * row_bytes).reshape(rows, row_bytes)
 
-    def tensor(self, gguf_name: str) -> torch.Tensor:
-        """A tensor as float32 in torch layout (rows = out_features), Q/K rows un-permuted."""
+    def tensor(self, gguf_name: str):
+        """A torch float32 tensor in torch layout (rows = out_features), Q/K rows un-permuted.
+
+        torch is imported here, not at module level: the tokenizer reads metadata and never needs it."""
         from gguf.quants import dequantize
 
         info = self._gguf_tensor(gguf_name)
@@ -255,6 +256,8 @@ class GGUFCheckpoint:
         heads = self._rope_heads(gguf_name)
         if heads is not None:
             values = unpermute_rope_rows(values, heads)
+        import torch
+
         return torch.from_numpy(np.array(values, dtype=np.float32, copy=True))
 
     def raw_tensor(self, gguf_name: str) -> RawQuantTensor:

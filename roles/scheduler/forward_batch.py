@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -28,3 +29,21 @@ class ForwardBatch:
     def is_decode_only(self) -> bool:
         """Every sequence adds exactly one token (so logits_indices is 0..B-1)."""
         return self.input_ids.shape[0] == len(self.query_lens)
+
+    def select(self, seqs: list[int]) -> ForwardBatch:
+        """The sub-batch of the given sequences (in that order), with its own token rows."""
+        starts = [0]
+        for query_len in self.query_lens:
+            starts.append(starts[-1] + query_len)
+        rows = torch.tensor([r for s in seqs for r in range(starts[s], starts[s + 1])], dtype=torch.int64)
+        query_lens = [self.query_lens[s] for s in seqs]
+        ends = list(itertools.accumulate(query_lens))
+        return ForwardBatch(
+            input_ids=self.input_ids[rows],
+            positions=self.positions[rows],
+            query_lens=query_lens,
+            context_lens=[self.context_lens[s] for s in seqs],
+            block_tables=self.block_tables[seqs],
+            slot_mapping=self.slot_mapping[rows],
+            logits_indices=torch.tensor([end - 1 for end in ends], dtype=torch.int64),
+        )

@@ -71,46 +71,82 @@ void rotate(float* head, const float* cos, const float* sin, int64_t half) {
     }
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-    int64_t i = 0;
-    __m256 acc = _mm256_setzero_ps();
-    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-    float sum = rs_hsum(acc);
-    for (; i < n; ++i) sum += a[i] * b[i];
-    return sum;
+// Softmax in place over n scores, returning nothing: scores become probabilities.
+void softmax(float* scores, int64_t n) {
+    float best = -INFINITY;
+    for (int64_t t = 0; t < n; ++t) best = scores[t] > best ? scores[t] : best;
+    const __m256 shift = _mm256_set1_ps(best);
+    __m256 total8 = _mm256_setzero_ps();
+    int64_t t = 0;
+    for (; t + 8 <= n; t += 8) {
+        const __m256 e = rs_exp(_mm256_sub_ps(_mm256_loadu_ps(scores + t), shift));
+        _mm256_storeu_ps(scores + t, e);
+        total8 = _mm256_add_ps(total8, e);
+    }
+    float total = rs_hsum(total8);
+    for (; t < n; ++t) total += (scores[t] = std::exp(scores[t] - best));
+    const float inv = 1.0f / total;
+    for (t = 0; t < n; ++t) scores[t] *= inv;
 }
 
-void axpy(float alpha, const float* x, float* y, int64_t n) {
-    int64_t i = 0;
-    const __m256 a = _mm256_set1_ps(alpha);
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; ++i) y[i] += alpha * x[i];
-}
-
-// One query head of one sequence against its cached keys/values (this step's K/V already written).
-void attend_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq, int64_t head, const float* q,
-                 const float* k_cache, const float* v_cache, float* scores, float* out) {
-    const int64_t d = m.head_dim, group = m.heads / m.kv_heads, kv_head = head / group;
-    const int64_t length = batch.positions[seq] + 1;
+// The G query heads that share one KV head of one sequence, against its cached keys/values (this
+// step's K/V already written). Each cached K/V row is fetched from memory once for all G heads.
+// scores: (G, length) scratch; q and out: the G heads' rows, head_dim apart.
+void attend_kv_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq, int64_t kv_head, const float* q,
+                    const float* k_cache, const float* v_cache, float* scores, float* out) {
+    const int64_t d = m.head_dim, group = m.heads / m.kv_heads;
+    const int64_t length = batch.positions[seq] + 1, page = batch.page_size;
     const int64_t* table = batch.block_tables + seq * batch.table_stride;
     const int64_t row_stride = int64_t(m.kv_heads) * d;
     const float scale = 1.0f / std::sqrt(float(d));
-    float best = -INFINITY;
-    for (int64_t t = 0; t < length; ++t) {
-        const int64_t slot = table[t / batch.page_size] * batch.page_size + t % batch.page_size;
-        scores[t] = dot(q, k_cache + slot * row_stride + kv_head * d, d) * scale;
-        best = scores[t] > best ? scores[t] : best;
+    // Positions page by page: one table lookup per page, consecutive rows within it.
+    for (int64_t start = 0; start < length; start += page) {
+        const int64_t rows = length - start < page ? length - start : page;
+        const float* keys = k_cache + table[start / page] * page * row_stride + kv_head * d;
+        for (int64_t t = 0; t < rows; ++t)
+            for (int64_t g = 0; g < group; ++g)
+                scores[g * length + start + t] = rs_dot(q + g * d, keys + t * row_stride, d) * scale;
     }
-    float total = 0.0f;
-    for (int64_t t = 0; t < length; ++t) {
-        scores[t] = std::exp(scores[t] - best);
-        total += scores[t];
+    for (int64_t g = 0; g < group; ++g) softmax(scores + g * length, length);
+    if (d % 8 != 0 || d > 128) {  // generic path
+        for (int64_t g = 0; g < group; ++g) {
+            float* o = out + g * d;
+            std::memset(o, 0, sizeof(float) * d);
+            for (int64_t t = 0; t < length; ++t) {
+                const float* value = v_cache + (table[t / page] * page + t % page) * row_stride + kv_head * d;
+                for (int64_t i = 0; i < d; ++i) o[i] += scores[g * length + t] * value[i];
+            }
+        }
+        return;
     }
-    std::memset(out, 0, sizeof(float) * d);
-    for (int64_t t = 0; t < length; ++t) {
-        const int64_t slot = table[t / batch.page_size] * batch.page_size + t % batch.page_size;
-        axpy(scores[t] / total, v_cache + slot * row_stride + kv_head * d, out, d);
+    // head_dim <= 128: the output row lives in registers; after the first head the V rows come from cache.
+    const int64_t chunks = d / 8;
+    for (int64_t g = 0; g < group; ++g) {
+        __m256 acc[16];
+        for (int64_t c = 0; c < chunks; ++c) acc[c] = _mm256_setzero_ps();
+        const float* p = scores + g * length;
+        for (int64_t start = 0; start < length; start += page) {
+            const int64_t rows = length - start < page ? length - start : page;
+            const float* values = v_cache + table[start / page] * page * row_stride + kv_head * d;
+            for (int64_t t = 0; t < rows; ++t) {
+                const __m256 weight = _mm256_set1_ps(p[start + t]);
+                for (int64_t c = 0; c < chunks; ++c)
+                    acc[c] = _mm256_fmadd_ps(weight, _mm256_loadu_ps(values + t * row_stride + 8 * c), acc[c]);
+            }
+        }
+        for (int64_t c = 0; c < chunks; ++c) _mm256_storeu_ps(out + g * d + 8 * c, acc[c]);
     }
+}
+
+void silu_and_multiply(const float* gate, const float* up, float* out, int64_t n) {
+    int64_t i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 sig = _mm256_div_ps(one, _mm256_add_ps(one, rs_exp(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(g, sig), _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
 }  // namespace
@@ -142,6 +178,7 @@ int rs_decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32
     std::vector<float> hidden(B * H), normed(B * H), qkv(B * qkv_size), attended(B * q_size), proj(B * H),
         gate_up(B * 2 * inter), act(B * inter), cos(B * half), sin(B * half),
         scores(B * int64_t(m.heads) * longest);
+    const int64_t group = m.heads / m.kv_heads;
     for (int64_t s = 0; s < B; ++s) {
         rs_weight_row(*m.embed, batch.token_ids[s], hidden.data() + s * H);
         for (int64_t i = 0; i < half; ++i) {
@@ -170,9 +207,10 @@ int rs_decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32
             }
 #pragma omp for schedule(dynamic, 1) collapse(2)
             for (int64_t s = 0; s < B; ++s)
-                for (int64_t h = 0; h < m.heads; ++h)
-                    attend_head(m, batch, s, h, &qkv[s * qkv_size + h * D], k_cache, v_cache,
-                                &scores[(s * m.heads + h) * longest], &attended[s * q_size + h * D]);
+                for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
+                    attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
+                                   &scores[(s * m.heads + kvh * group) * longest],
+                                   &attended[s * q_size + kvh * group * D]);
             rs_linear_shared(layer.o, attended.data(), B, q_size, proj.data(), H);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s) {
@@ -182,10 +220,7 @@ int rs_decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32
             rs_linear_shared(layer.gate_up, normed.data(), B, H, gate_up.data(), 2 * inter);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s)
-                for (int64_t i = 0; i < inter; ++i) {
-                    const float g = gate_up[s * 2 * inter + i], u = gate_up[s * 2 * inter + inter + i];
-                    act[s * inter + i] = g / (1.0f + std::exp(-g)) * u;
-                }
+                silu_and_multiply(&gate_up[s * 2 * inter], &gate_up[s * 2 * inter + inter], &act[s * inter], inter);
             rs_linear_shared(layer.down, act.data(), B, inter, proj.data(), H);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s)

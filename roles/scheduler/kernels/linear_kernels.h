@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "vector_math.h"
+
 extern "C" {
 struct rs_linear {
     int32_t kind;  // RS_Q4, RS_Q8 or RS_F32
@@ -30,13 +32,6 @@ enum { RS_Q4 = 0, RS_Q8 = 1, RS_F32 = 2 };
 constexpr int RS_GROUP = 32;
 constexpr int RS_ROW_TILE = 8;  // input rows per pass over a weight block (8 accumulators + 4 weights + temps)
 constexpr int RS_COL_BLOCK = 16;  // output rows per work item
-
-static inline float rs_hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 template <int KIND>
 static inline void rs_group_weights(const rs_linear& w, int64_t row, int64_t group, __m256 out[4]) {

@@ -129,11 +129,26 @@ class LlamaForCausalLM(nn.Module):
 
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
-        """Logits (B, vocab) float32 for the tokens at ``batch.logits_indices``."""
+        """Logits (B, vocab) float32 for the tokens at ``batch.logits_indices``.
+
+        With a one-call decode plan (auto), sequences adding one token run through it and the rest
+        (prefill chunks) op by op, so a prefill never slows the decodes that share its step."""
+        native_plan = self.native_decode_plan()
+        if native_plan is None:
+            return self.forward_ops(batch, kv)
         if batch.is_decode_only:
-            native_plan = self.native_decode_plan()
-            if native_plan is not None:
-                return native_plan.forward(batch, kv)
+            return native_plan.forward(batch, kv)
+        decodes = [s for s, query_len in enumerate(batch.query_lens) if query_len == 1]
+        if not decodes:
+            return self.forward_ops(batch, kv)
+        prefills = [s for s, query_len in enumerate(batch.query_lens) if query_len != 1]
+        logits = torch.empty(len(batch.query_lens), self.shape.vocab_size, dtype=torch.float32)
+        logits[decodes] = native_plan.forward(batch.select(decodes), kv)
+        logits[prefills] = self.forward_ops(batch.select(prefills), kv)
+        return logits
+
+    def forward_ops(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
+        """The op-by-op path: any mix of prefill chunks and decodes."""
         plan = PagedAttentionPlan(batch, kv.page_size, self.queries_per_kv)
         cos, sin = self.rotary.cos_sin(batch.positions)
         hidden = self.embed(batch.input_ids)

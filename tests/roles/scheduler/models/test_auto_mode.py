@@ -20,7 +20,7 @@ from roles.scheduler.kernels import native
 from roles.scheduler.models import quantized_linear
 from roles.scheduler.models.llama import load_model
 from roles.scheduler.models.packed_linear import PackedLinear, pack_gguf_blocks
-from tests.paged_greedy import forced_decode_logits, greedy_decode_with_logits
+from tests.paged_greedy import forced_decode_logits, greedy_decode, greedy_decode_with_logits
 from tests.tiny_checkpoint import write_tiny_llama
 
 pytestmark = pytest.mark.skipif(native.unavailable_reason() is not None, reason="CPU kernels unavailable")
@@ -82,6 +82,19 @@ def test_one_call_decode_step_equals_the_op_by_op_path_on_the_bundled_gguf(bundl
     for ours, theirs in zip(native_logits, torch_logits, strict=True):
         assert (ours - theirs).abs().max() < 1e-3 * theirs.abs().max()
         assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
+
+
+def test_steps_mixing_prefill_chunks_and_decodes_match_the_op_by_op_path(bundled_auto):
+    """Chunked prefill of longer prompts while shorter ones already decode: split across the two paths."""
+    model, shape = bundled_auto
+    prompts = [PROMPTS[0], list(range(300, 340)), list(range(500, 570))]
+    mixed = greedy_decode(model, shape, prompts, max_new_tokens=10, prefill_chunk=16)
+    model._native_decode = False
+    try:
+        ops_only = greedy_decode(model, shape, prompts, max_new_tokens=10, prefill_chunk=16)
+    finally:
+        model._native_decode = None
+    assert mixed == ops_only
 
 
 PROMPTS = [  # 16 prompts of token ids: English, code, numbers, chat-like, random
