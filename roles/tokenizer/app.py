@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import time
 
 from fastapi import FastAPI, Request
@@ -13,10 +12,9 @@ from roles.tokenizer.chat import create_chat_completion
 from roles.tokenizer.completions import create_completion
 from roles.tokenizer.embeddings import EmbeddingRequest, create_embeddings
 from roles.tokenizer.front_state import FrontState
-from roles.tokenizer.openai_errors import OpenAIError, error_response, install_error_handlers
+from roles.tokenizer.http_guard import HTTPGuard
+from roles.tokenizer.openai_errors import OpenAIError, install_error_handlers
 from roles.tokenizer.schemas import ChatCompletionRequest, CompletionRequest
-
-_OPEN_PATHS = {"/health"}  # reachable without the API key (load balancers probe it)
 
 
 def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI:
@@ -28,30 +26,7 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
             CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
         )
 
-    @app.middleware("http")
-    async def count_and_authorize(request: Request, call_next):
-        state.num_active_http += 1
-        status = 500
-        try:
-            key = state.settings.api_key
-            if key is not None and request.url.path not in _OPEN_PATHS:
-                given = request.headers.get("authorization", "")
-                token = given[7:] if given.lower().startswith("bearer ") else ""
-                if not hmac.compare_digest(token.encode(), key.encode()):
-                    message = (
-                        "Incorrect API key provided"
-                        if token
-                        else "Missing API key (Authorization: Bearer ...)"
-                    )
-                    response = error_response(OpenAIError(401, message, code="invalid_api_key"))
-                    status = 401
-                    return response
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            state.num_active_http -= 1
-            state.metrics.requests.inc("tokenizer", request.url.path, str(status))
+    app.add_middleware(HTTPGuard, state=state)
 
     @app.post("/v1/completions")
     async def completions(body: CompletionRequest, request: Request):

@@ -89,6 +89,30 @@ static void rs_linear_tile(const rs_linear& w, int64_t n0, int64_t n1, const flo
     }
 }
 
+// One input row: two output rows per pass share the x loads, and eight independent accumulator chains
+// keep the FMA units busy (one row alone would wait on FMA latency at every group).
+template <int KIND>
+static void rs_linear_single_row(const rs_linear& w, int64_t n0, int64_t n1, const float* x, float* out) {
+    const int64_t groups = w.k / RS_GROUP;
+    int64_t n = n0;
+    for (; n + 2 <= n1; n += 2) {
+        __m256 acc0[4], acc1[4];
+        for (int i = 0; i < 4; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
+        for (int64_t g = 0; g < groups; ++g) {
+            const float* xg = x + g * RS_GROUP;
+            __m256 xs[4], weights[4];
+            for (int i = 0; i < 4; ++i) xs[i] = _mm256_loadu_ps(xg + 8 * i);
+            rs_group_weights<KIND>(w, n, g, weights);
+            for (int i = 0; i < 4; ++i) acc0[i] = _mm256_fmadd_ps(weights[i], xs[i], acc0[i]);
+            rs_group_weights<KIND>(w, n + 1, g, weights);
+            for (int i = 0; i < 4; ++i) acc1[i] = _mm256_fmadd_ps(weights[i], xs[i], acc1[i]);
+        }
+        out[n] = rs_hsum(_mm256_add_ps(_mm256_add_ps(acc0[0], acc0[1]), _mm256_add_ps(acc0[2], acc0[3])));
+        out[n + 1] = rs_hsum(_mm256_add_ps(_mm256_add_ps(acc1[0], acc1[1]), _mm256_add_ps(acc1[2], acc1[3])));
+    }
+    if (n < n1) rs_linear_tile<KIND, 1>(w, n, n1, x, 0, out, 0);
+}
+
 template <int KIND>
 static void rs_linear_block(const rs_linear& w, int64_t n0, int64_t n1, const float* x, int64_t rows, int64_t ldx,
                             float* out, int64_t ldo) {
@@ -97,7 +121,7 @@ static void rs_linear_block(const rs_linear& w, int64_t n0, int64_t n1, const fl
         rs_linear_tile<KIND, RS_ROW_TILE>(w, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo);
     switch (rows - r) {
         case 0: break;
-        case 1: rs_linear_tile<KIND, 1>(w, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo); break;
+        case 1: rs_linear_single_row<KIND>(w, n0, n1, x + r * ldx, out + r * ldo); break;
         case 2: rs_linear_tile<KIND, 2>(w, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo); break;
         case 3: rs_linear_tile<KIND, 3>(w, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo); break;
         case 4: rs_linear_tile<KIND, 4>(w, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo); break;
