@@ -11,6 +11,7 @@ from __future__ import annotations
 import mmap
 import pathlib
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +60,31 @@ class GGUFTensorInfo:
     offset: int  # absolute byte offset of the data in the file
 
 
+class LazyStrings(Sequence):
+    """A GGUF string array decoded on first read: the tokenizer's ~100k strings cost the processes that
+    only need the model's shape and weights nothing but a walk over their lengths."""
+
+    def __init__(self, buffer, starts: list[int]):
+        self._buffer, self._starts, self._values = buffer, starts, None
+
+    def _decoded(self) -> list[str]:
+        if self._values is None:
+            buffer = self._buffer
+            self._values = [
+                bytes(buffer[start + 8 : start + 8 + struct.unpack_from("<Q", buffer, start)[0]]).decode(
+                    "utf-8", errors="replace"
+                )
+                for start in self._starts
+            ]
+        return self._values
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, index):
+        return self._decoded()[index]
+
+
 class _Cursor:
     def __init__(self, buffer):
         self.buffer, self.offset = buffer, 0
@@ -76,13 +102,23 @@ class _Cursor:
             raise GGUFFormatError("a string runs past the end of the file")
         return bytes(self.buffer[start : self.offset]).decode("utf-8", errors="replace")
 
+    def string_array(self, count: int) -> LazyStrings:
+        """Skip over ``count`` strings, remembering where each starts; decode them only when read."""
+        starts = []
+        for _ in range(count):
+            starts.append(self.offset)
+            self.offset += 8 + struct.unpack_from("<Q", self.buffer, self.offset)[0]
+        if self.offset > len(self.buffer):
+            raise GGUFFormatError("a string array runs past the end of the file")
+        return LazyStrings(self.buffer, starts)
+
     def value(self, type_id: int):
         if type_id == _STRING:
             return self.string()
         if type_id == _ARRAY:
             item_type, count = self.unpack("<I"), self.unpack("<Q")
             if item_type == _STRING:
-                return [self.string() for _ in range(count)]
+                return self.string_array(count)
             if item_type not in _NUMPY:
                 raise GGUFFormatError(f"unsupported array item type {item_type}")
             dtype = np.dtype(_NUMPY[item_type])

@@ -66,8 +66,9 @@ class _MetaWeights(WeightSource):
 def model_from_state(
     shape: ModelShape, weight_dtype: str, state: dict[str, torch.Tensor]
 ) -> LlamaForCausalLM:
-    with torch.device("meta"):
-        model = LlamaForCausalLM(shape, _MetaWeights(shape), weight_dtype)
+    # No torch.device("meta") context: _MetaWeights already hands out meta tensors, and the context's
+    # function mode imports torch._dynamo on first use (2.5 s of a scheduler's start-up).
+    model = LlamaForCausalLM(shape, _MetaWeights(shape), weight_dtype)
     # The meta source has no file blocks, so packed linears come out dense: put them back from the state.
     for name in state:
         if name.endswith(".block_codes"):

@@ -38,6 +38,17 @@ KERNEL_MAX_ROWS = 48  # measured crossover: kernels win below ~32-64 rows, float
 _Q4_1_BLOCK_BYTES = 20  # float16 d, float16 m, 16 bytes of two 4-bit values each
 
 
+def stack_rows(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """Weights stacked along output rows. Meta tensors (a model rebuilt around cached weights) get an empty
+    meta result: torch.cat's meta kernel is a Python decomposition that imports torch._dynamo (~2 s)."""
+    if len(tensors) == 1:
+        return tensors[0]
+    if tensors[0].is_meta:
+        rows = sum(t.shape[0] for t in tensors)
+        return torch.empty((rows, *tensors[0].shape[1:]), dtype=tensors[0].dtype, device="meta")
+    return torch.cat(tensors, dim=0)
+
+
 def runnable_weight_dtype(weight_dtype: str) -> str:
     """``auto`` falls back to ``exact`` (with a warning that says why) where the CPU kernels cannot run."""
     if weight_dtype != "auto":
@@ -189,8 +200,7 @@ def make_linear(weights, names: list[str], weight_dtype: str, prefer_raw: bool =
         in_features = raw.cols if raw is not None else weights.float_tensor(names[0]).shape[1]
     if weight_dtype == "int4" and in_features % INT4_GROUP == 0:
         return _int4_linear(weights, names, prefer_raw)
-    tensors = [weights.float_tensor(name) for name in names]
-    weight = tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=0)
+    weight = stack_rows([weights.float_tensor(name) for name in names])
     if weight_dtype == "exact":
         return DenseLinear(weight)
     return Int8Linear(weight)  # int8, or int4 for a width the group size does not divide
