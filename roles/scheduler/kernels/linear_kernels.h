@@ -61,6 +61,26 @@ static inline void rs_group_weights(const rs_linear& w, int64_t row, int64_t gro
     }
 }
 
+// One row is bound by memory latency, not bandwidth: ask for the weight rows a few rows ahead.
+constexpr int64_t RS_PREFETCH_ROWS = 8;
+
+template <int KIND>
+static inline void rs_prefetch_rows(const rs_linear& w, int64_t row, int64_t count) {
+    if (row + count > w.n) return;
+    const int64_t groups = w.k / RS_GROUP;
+    const int64_t code_bytes = KIND == RS_Q4 ? w.k / 2 : (KIND == RS_Q8 ? w.k : 4 * w.k);
+    const char* codes = static_cast<const char*>(w.codes) + row * code_bytes;
+    for (int64_t offset = 0; offset < count * code_bytes; offset += 64) _mm_prefetch(codes + offset, _MM_HINT_T0);
+    if constexpr (KIND != RS_F32) {
+        const char* scales = reinterpret_cast<const char*>(w.scales + row * groups);
+        for (int64_t offset = 0; offset < count * groups * 4; offset += 64) _mm_prefetch(scales + offset, _MM_HINT_T0);
+    }
+    if constexpr (KIND == RS_Q4) {
+        const char* mins = reinterpret_cast<const char*>(w.mins + row * groups);
+        for (int64_t offset = 0; offset < count * groups * 4; offset += 64) _mm_prefetch(mins + offset, _MM_HINT_T0);
+    }
+}
+
 // out[r, n] for r < ROWS and n in [n0, n1). One input row gets four accumulators (one per weight
 // register) so the FMA chain is not latency bound; several rows interleave their own chains.
 template <int KIND, int ROWS>
@@ -96,6 +116,7 @@ static void rs_linear_single_row(const rs_linear& w, int64_t n0, int64_t n1, con
     const int64_t groups = w.k / RS_GROUP;
     int64_t n = n0;
     for (; n + 2 <= n1; n += 2) {
+        rs_prefetch_rows<KIND>(w, n + RS_PREFETCH_ROWS, 2);
         __m256 acc0[4], acc1[4];
         for (int i = 0; i < 4; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
         for (int64_t g = 0; g < groups; ++g) {
