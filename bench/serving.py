@@ -56,19 +56,36 @@ async def one_request(
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    for attempt in range(2):
+        try:
+            return await _stream_one(client, url, body)
+        except httpx.RemoteProtocolError:
+            # A server may close an idle pooled connection just as it is reused; nothing was received,
+            # so sending the request again on a fresh connection is safe. Once only.
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _stream_one(client: httpx.AsyncClient, url: str, body: dict) -> dict:
     started = time.perf_counter()
     arrivals: list[float] = []
     tokens = 0
-    async with client.stream("POST", url + "/v1/completions", json=body) as response:
-        response.raise_for_status()
-        async for line in response.aiter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            if chunk.get("usage"):
-                tokens = chunk["usage"]["completion_tokens"]
-            if chunk["choices"] and chunk["choices"][0]["text"]:
-                arrivals.append(time.perf_counter())
+    try:
+        async with client.stream("POST", url + "/v1/completions", json=body) as response:
+            response.raise_for_status()
+            async for line in response.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                if chunk.get("usage"):
+                    tokens = chunk["usage"]["completion_tokens"]
+                if chunk["choices"] and chunk["choices"][0]["text"]:
+                    arrivals.append(time.perf_counter())
+    except httpx.RemoteProtocolError:
+        if arrivals:  # part of the answer came: not a stale connection, a failed request
+            raise RuntimeError(f"{url} closed a stream mid-response") from None
+        raise
     ended = time.perf_counter()
     tokens = tokens or len(arrivals)  # a server that sends no usage: one token per streamed chunk
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]

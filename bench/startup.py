@@ -1,11 +1,14 @@
 """Start-up and memory of `serve` with the default model, with and without the weight_cache_daemon.
 
-    .venv/bin/python bench/startup.py [--quick]
+    .venv/bin/python bench/startup.py [--quick] [--reference-command "llama-server -m {gguf} --port {port} ..."]
 
-Prints: cold start (no daemon), start with a private daemon, first and second start with a persistent
-daemon (warm), scheduler restart to READY with and without the daemon, and the proportional set size
-(PSS, psutil) of the whole server for dp_size 1 and 2 with and without the daemon, with ratios.
-Loopback only; every wait is bounded.
+Prints: the default config's start (deploy/configs/default.yaml as `make serve` runs it) and its
+whole-server PSS; cold start (no daemon), start with a private daemon, first and second start with a
+persistent daemon (warm), scheduler restart to READY with and without the daemon, and the proportional
+set size (PSS, psutil) of the whole server for dp_size 1 and 2 with and without the daemon, with ratios.
+With --reference-command, the same start and memory figures for another server ({port} and {gguf}, the
+bundled model's file, are filled in; ready = its /health answers 200). Loopback only; every wait is
+bounded. "Cold" means no daemon and no warm state; the OS file cache is not dropped.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import psutil
 import yaml
 
 SERVE = str(pathlib.Path(sys.executable).with_name("serve"))
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 
 class Server:
@@ -104,6 +109,42 @@ class Server:
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
+def measure_reference(command: str, timeout_s: float = 120) -> dict:
+    """Start another server, time until its /health answers 200, read its PSS after one completion."""
+    from roles.model_files.model_path import resolve_model_path
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = command.format(port=port, gguf=resolve_model_path("smollm2")).split()
+    started = time.monotonic()
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            if process.poll() is not None or time.monotonic() - started > timeout_s:
+                raise SystemExit(f"the reference server did not start: {command}")
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.02)
+        ready = time.monotonic() - started
+        body = {"model": "smollm2", "prompt": "Hello", "max_tokens": 8, "temperature": 0}
+        httpx.post(url + "/v1/completions", json=body, timeout=120).raise_for_status()
+        pss = psutil.Process(process.pid).memory_full_info().pss / 2**20
+        return {"start_s": ready, "pss_mib": pss}
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def measure(config: dict, env: dict | None = None, restart: bool = False) -> dict:
     server = Server(config, env)
     try:
@@ -121,16 +162,31 @@ def measure(config: dict, env: dict | None = None, restart: bool = False) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the dp_size=2 memory runs")
+    parser.add_argument("--reference-command", default=None, help="another server to start, with {port}")
     args = parser.parse_args()
+
+    default = yaml.safe_load((ROOT / "deploy" / "configs" / "default.yaml").read_text())
+    ours = measure(default)
+    print(f"{'default config (make serve)':<44} {'ready s':>8} {'PSS MiB':>8}")
+    print(f"{'roleserve':<44} {ours['start_s']:8.2f} {ours['pss_mib']:8.0f}")
+    if args.reference_command:
+        theirs = measure_reference(args.reference_command)
+        print(f"{'reference':<44} {theirs['start_s']:8.2f} {theirs['pss_mib']:8.0f}")
+        print(
+            f"{'roleserve / reference':<44} {ours['start_s'] / theirs['start_s']:7.2f}x"
+            f" {ours['pss_mib'] / theirs['pss_mib']:7.2f}x"
+        )
+    print()
     base = {"memory": {"kv_cache_tokens": 8192}, "schedule": {"max_running_requests": 8}}
     no_cache = {**base, "weight_cache": {"enabled": False}}
+    cached = {**base, "weight_cache": {"enabled": True}}
     restarting = {"launcher": {"restart_policy": "on-failure", "max_restarts": 1}}
 
     cold = measure({**no_cache, **restarting}, restart=True)
-    private = measure({**base, **restarting}, restart=True)
+    private = measure({**cached, **restarting}, restart=True)
     run_dir = tempfile.mkdtemp()
     env = {"XDG_RUNTIME_DIR": run_dir}
-    persist = {**base, "weight_cache": {"persist": True}}
+    persist = {**base, "weight_cache": {"enabled": True, "persist": True}}
     first = measure(persist, env)
     warm = measure(persist, env)
     subprocess.run(
@@ -154,7 +210,7 @@ def main() -> None:
         ("no daemon", 1): cold["pss_mib"],
         ("daemon", 1): private["pss_mib"],
         ("no daemon", 2): measure({**no_cache, "parallel": {"dp_size": 2}})["pss_mib"],
-        ("daemon", 2): measure({**base, "parallel": {"dp_size": 2}})["pss_mib"],
+        ("daemon", 2): measure({**cached, "parallel": {"dp_size": 2}})["pss_mib"],
     }
     print(f"\n{'whole-server PSS':<24} {'dp_size=1':>10} {'dp_size=2':>10} {'2 / 1':>7}")
     for mode in ("no daemon", "daemon"):

@@ -191,7 +191,11 @@ _declare("encoder", "truncate", bool, False, "Truncate inputs longer than the mo
 
 # weight_cache: the shared-memory weight daemon
 _declare(
-    "weight_cache", "enabled", bool, True, "Load weights once in the weight_cache_daemon and share them."
+    "weight_cache",
+    "enabled",
+    bool,
+    False,
+    "Load weights once in the weight_cache_daemon and share them (pays with several replicas or large models).",
 )
 _declare(
     "weight_cache", "persist", bool, False, "Keep the daemon and its shared memory across serve restarts."

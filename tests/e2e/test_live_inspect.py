@@ -50,7 +50,7 @@ def test_live_inspect_agrees_with_offline_inspect(server):
         "roles", "inspect", "--config", str(server.config_path), "--format", "json", with_key=False
     )
     expected = {p["role"]: p for p in json.loads(offline.stdout)["processes"]}
-    assert {p["role"] for p in processes} == {"launcher", "tokenizer", "scheduler", "weight_cache_daemon"}
+    assert {p["role"] for p in processes} == {"launcher", "tokenizer", "scheduler"}
     for process in processes:
         want = expected[process["role"]]
         assert process["pid"] > 0 and process["published_at"] > 0

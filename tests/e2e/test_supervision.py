@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -14,6 +15,7 @@ import pytest
 from serve_harness import ServeProcess
 
 from conftest import tiny_config
+from tests.tiny_checkpoint import write_tiny_llama
 
 
 def pid_of(server: ServeProcess, role: str) -> int:
@@ -62,29 +64,62 @@ def test_sigkill_of_the_launcher_leaves_no_process_behind(tiny_model, tmp_path):
         server.stop()
 
 
-def test_sigterm_drains_in_flight_requests_then_exits_cleanly(tiny_model, tmp_path):
+@pytest.fixture(scope="module")
+def slow_model(tmp_path_factory):
+    """Wide enough that a 1900-token answer takes seconds, so the drain happens while it still runs."""
+    return write_tiny_llama(
+        tmp_path_factory.mktemp("slow-model"),
+        hidden_size=512,
+        intermediate_size=1536,
+        num_hidden_layers=8,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+    )
+
+
+def stream_long_request(url: str, first_token: threading.Event, result: dict) -> None:
+    body = {
+        "model": "tiny",
+        "prompt": "Hello",
+        "max_tokens": 1900,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    with httpx.stream("POST", url + "/v1/completions", json=body, timeout=120) as response:
+        for line in response.iter_lines():
+            if not line.startswith("data: {"):
+                continue
+            chunk = json.loads(line[6:])
+            first_token.set()
+            if chunk["choices"] and chunk["choices"][0].get("finish_reason"):
+                result["finish_reason"] = chunk["choices"][0]["finish_reason"]
+            if chunk.get("usage"):
+                result["usage"] = chunk["usage"]
+
+
+def test_sigterm_drains_in_flight_requests_then_exits_cleanly(slow_model, tmp_path):
     runtime_parent = tmp_path / "run"
-    config = tiny_config(tiny_model, launcher={"shutdown_timeout_s": 30, "runtime_dir": str(runtime_parent)})
+    config = tiny_config(slow_model, launcher={"shutdown_timeout_s": 60, "runtime_dir": str(runtime_parent)})
     with ServeProcess(tmp_path, config) as server:
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=60)
-        result = {}
-
-        def long_request():
-            result["response"] = client.completions.create(
-                model="tiny", prompt="Hello", max_tokens=1900, temperature=0, extra_body={"ignore_eos": True}
-            )
-
-        worker = threading.Thread(target=long_request)
+        first_token, result = threading.Event(), {}
+        worker = threading.Thread(
+            target=stream_long_request, args=(server.url, first_token, result), daemon=True
+        )
         worker.start()
-        time.sleep(1.0)
+        assert first_token.wait(60), "the long request never started streaming"
         server.process.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        assert httpx.get(server.url + "/health", timeout=5).status_code == 503
+        deadline = time.monotonic() + 10
+        while httpx.get(server.url + "/health", timeout=5).status_code != 503:
+            assert time.monotonic() < deadline, "/health did not turn 503 after SIGTERM"
+            time.sleep(0.01)
         refused = httpx.post(server.url + "/v1/completions", json={"model": "tiny", "prompt": "x"}, timeout=5)
         assert refused.status_code == 503
-        worker.join(60)
-        assert result["response"].choices[0].finish_reason == "length"
-        assert result["response"].usage.completion_tokens == 1900
+        assert worker.is_alive(), "the request ended before the drain could be observed"
+        worker.join(120)
+        assert result["finish_reason"] == "length"
+        assert result["usage"]["completion_tokens"] == 1900
         assert server.wait_exit(60) == 0
         assert list(runtime_parent.iterdir()) == []  # the private runtime dir is removed
 

@@ -27,7 +27,7 @@ def test_two_schedulers_share_one_owner_only_copy_and_shutdown_frees_it(tiny_mod
     with ServeProcess(tmp_path / "off", tiny_config(tiny_model, weight_cache={"enabled": False})) as plain:
         expected = complete(plain)
     before = set(segments())
-    config = tiny_config(tiny_model, parallel={"dp_size": 2})
+    config = tiny_config(tiny_model, parallel={"dp_size": 2}, weight_cache={"enabled": True})
     with ServeProcess(tmp_path / "on", config) as server:
         assert complete(server) == expected
         assert complete(server) == expected  # round robin: the other replica too
@@ -51,7 +51,7 @@ def test_persistent_daemon_outlives_serve_and_is_listed_and_dropped(tiny_model, 
         **{k: v for k, v in os.environ.items() if not k.startswith("ROLESERVE_")},
         "XDG_RUNTIME_DIR": str(run_dir),
     }
-    config = tiny_config(tiny_model, weight_cache={"persist": True})
+    config = tiny_config(tiny_model, weight_cache={"enabled": True, "persist": True})
     try:
         for attempt in range(2):
             with ServeProcess(

@@ -19,7 +19,10 @@ def link_to(address: str | None, tmp_path):
 
 def scheduler_config(tiny, *sets):
     publish(
-        resolve(sets=[f"model.path={tiny}", "memory.kv_cache_tokens=1024", *sets], environ={}),
+        resolve(
+            sets=[f"model.path={tiny}", "memory.kv_cache_tokens=1024", "weight_cache.enabled=true", *sets],
+            environ={},
+        ),
         role="scheduler",
     )
     return engine_config_from_context()
