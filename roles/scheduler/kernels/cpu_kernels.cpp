@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "linear_kernels.h"
@@ -165,8 +166,18 @@ void rs_weight_rows(const rs_linear* w, const int64_t* ids, int64_t count, float
 }
 
 // One decode step for B sequences: embed, every layer, final norm, logits. Returns 0, or -1 when the
-// scratch memory could not be allocated.
+// scratch memory could not be allocated (no exception crosses the C boundary).
+static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32_t threads);
+
 int rs_decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32_t threads) {
+    try {
+        return decode_step(model, batch_in, threads);
+    } catch (const std::bad_alloc&) {
+        return -1;
+    }
+}
+
+static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32_t threads) {
     const rs_model& m = *model;
     const rs_decode_batch& batch = *batch_in;
     const int64_t B = batch.num_seqs, H = m.hidden, D = m.head_dim, half = D / 2;
