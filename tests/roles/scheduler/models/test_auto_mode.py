@@ -71,6 +71,18 @@ def test_one_call_decode_step_equals_the_op_by_op_path_on_a_float_checkpoint(tmp
         assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
+def test_widths_the_kernels_cannot_take_run_op_by_op(tmp_path):
+    """hidden_size 48 is not a multiple of the kernels' 32-column groups: no one-call plan, same tokens."""
+    folder = write_tiny_llama(
+        tmp_path / "narrow", hidden_size=48, num_attention_heads=4, num_key_value_heads=2
+    )
+    model, shape = load_model(str(folder), weight_dtype="auto")
+    assert model.native_decode_plan() is None
+    exact, _ = load_model(str(folder), weight_dtype="exact")
+    prompts = [[5, 6, 7, 8], [40, 41]]
+    assert greedy_decode(model, shape, prompts, 12) == greedy_decode(exact, shape, prompts, 12)
+
+
 @pytest.fixture(scope="module")
 def bundled_auto():
     return load_model("smollm2", weight_dtype="auto")
