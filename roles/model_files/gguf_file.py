@@ -60,6 +60,15 @@ class GGUFTensorInfo:
     offset: int  # absolute byte offset of the data in the file
 
 
+def _string_at(buffer, offset: int) -> tuple[str, int]:
+    """The length-prefixed UTF-8 string at ``offset`` and the offset just past it."""
+    start = offset + 8
+    end = start + struct.unpack_from("<Q", buffer, offset)[0]
+    if end > len(buffer):
+        raise GGUFFormatError("a string runs past the end of the file")
+    return bytes(buffer[start:end]).decode("utf-8", errors="replace"), end
+
+
 class LazyStrings(Sequence):
     """A GGUF string array decoded on first read: the tokenizer's ~100k strings cost the processes that
     only need the model's shape and weights nothing but a walk over their lengths."""
@@ -69,13 +78,7 @@ class LazyStrings(Sequence):
 
     def _decoded(self) -> list[str]:
         if self._values is None:
-            buffer = self._buffer
-            self._values = [
-                bytes(buffer[start + 8 : start + 8 + struct.unpack_from("<Q", buffer, start)[0]]).decode(
-                    "utf-8", errors="replace"
-                )
-                for start in self._starts
-            ]
+            self._values = [_string_at(self._buffer, start)[0] for start in self._starts]
         return self._values
 
     def __len__(self) -> int:
@@ -95,12 +98,8 @@ class _Cursor:
         return value
 
     def string(self) -> str:
-        length = self.unpack("<Q")
-        start = self.offset
-        self.offset += length
-        if self.offset > len(self.buffer):
-            raise GGUFFormatError("a string runs past the end of the file")
-        return bytes(self.buffer[start : self.offset]).decode("utf-8", errors="replace")
+        value, self.offset = _string_at(self.buffer, self.offset)
+        return value
 
     def string_array(self, count: int) -> LazyStrings:
         """Skip over ``count`` strings, remembering where each starts; decode them only when read."""

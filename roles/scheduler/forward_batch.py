@@ -32,12 +32,10 @@ class ForwardBatch:
 
     def select(self, seqs: list[int]) -> ForwardBatch:
         """The sub-batch of the given sequences (in that order), with its own token rows."""
-        starts = [0]
-        for query_len in self.query_lens:
-            starts.append(starts[-1] + query_len)
+        starts = [0, *itertools.accumulate(self.query_lens)]
         rows = torch.tensor([r for s in seqs for r in range(starts[s], starts[s + 1])], dtype=torch.int64)
         query_lens = [self.query_lens[s] for s in seqs]
-        ends = list(itertools.accumulate(query_lens))
+        ends = itertools.accumulate(query_lens)
         return ForwardBatch(
             input_ids=self.input_ids[rows],
             positions=self.positions[rows],

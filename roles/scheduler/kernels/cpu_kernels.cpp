@@ -4,7 +4,7 @@
 // The decode step exists because at a few rows per step the model's arithmetic takes a few milliseconds
 // while dispatching ~40 torch ops per layer from Python takes as long again; here a step is one call and
 // one OpenMP parallel region whose threads split every linear by output rows and attention by
-// (sequence, head). OpenMP is libgomp, the runtime torch itself loads, so both share one thread pool.
+// (sequence, KV head). OpenMP is libgomp, the runtime torch itself loads, so both share one thread pool.
 #include <omp.h>
 
 #include <cmath>

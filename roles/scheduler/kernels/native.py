@@ -1,4 +1,4 @@
-"""The ctypes face of the CPU kernel library: struct mirrors of cpu_kernels.cpp and the three entry points.
+"""The ctypes face of the CPU kernel library: struct mirrors of cpu_kernels.cpp and its three entry points.
 
 ctypes releases the GIL for every call. The library is found next to this file (built by setup.py during
 ``pip install``); ``unavailable_reason()`` says why it cannot be used, or None when it can.
@@ -98,35 +98,56 @@ def _cpu_flags() -> set[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def unavailable_reason() -> str | None:
+def _load() -> tuple[ctypes.CDLL | None, str | None]:
+    """(the library with its signatures declared, None), or (None, why it cannot be used)."""
     missing = {"avx2", "fma", "f16c"} - _cpu_flags()
     if missing:
-        return f"this CPU lacks {', '.join(sorted(missing))}"
+        return None, f"this CPU lacks {', '.join(sorted(missing))}"
     path = _library_path()
     if path is None:
-        return "the kernel library is not built (reinstall roleserve: pip install -e .)"
+        return None, "the kernel library is not built (reinstall roleserve: pip install -e .)"
     try:
-        library = ctypes.CDLL(str(path))
+        lib = ctypes.CDLL(str(path))
     except OSError as error:
-        return f"the kernel library does not load: {error}"
-    if library.rs_kernels_abi_version() != ABI_VERSION:
-        return "the kernel library is stale (reinstall roleserve: pip install -e .)"
-    return None
-
-
-@functools.lru_cache(maxsize=1)
-def library() -> ctypes.CDLL:
-    reason = unavailable_reason()
-    if reason is not None:
-        raise RuntimeError(f"roleserve CPU kernels unavailable: {reason}")
-    lib = ctypes.CDLL(str(_library_path()))
+        return None, f"the kernel library does not load: {error}"
+    if lib.rs_kernels_abi_version() != ABI_VERSION:
+        return None, "the kernel library is stale (reinstall roleserve: pip install -e .)"
     lib.rs_linear_forward.argtypes = [ctypes.POINTER(RsLinear), _ptr, ctypes.c_int64, _ptr, ctypes.c_int32]
     lib.rs_linear_forward.restype = None
     lib.rs_weight_rows.argtypes = [ctypes.POINTER(RsLinear), _ptr, ctypes.c_int64, _ptr]
     lib.rs_weight_rows.restype = None
     lib.rs_decode_step.argtypes = [ctypes.POINTER(RsModel), ctypes.POINTER(RsDecodeBatch), ctypes.c_int32]
     lib.rs_decode_step.restype = ctypes.c_int
+    return lib, None
+
+
+def unavailable_reason() -> str | None:
+    return _load()[1]
+
+
+def library() -> ctypes.CDLL:
+    lib, reason = _load()
+    if lib is None:
+        raise RuntimeError(f"roleserve CPU kernels unavailable: {reason}")
     return lib
+
+
+def linear_view(
+    kind: int, codes: torch.Tensor, scales: torch.Tensor | None = None, mins: torch.Tensor | None = None
+) -> RsLinear:
+    """The C view of a weight: ``codes`` (out_features rows; Q4 packs two columns a byte), and for the
+    quantised kinds the per-group scales (and Q4 mins). The tensors must outlive the view."""
+    out_features, width = codes.shape
+    in_features = width * 2 if kind == Q4 else width
+    return RsLinear(
+        kind,
+        out_features,
+        in_features,
+        0,
+        codes.data_ptr(),
+        None if scales is None else scales.data_ptr(),
+        None if mins is None else mins.data_ptr(),
+    )
 
 
 def linear_forward(weight: RsLinear, x: torch.Tensor) -> torch.Tensor:

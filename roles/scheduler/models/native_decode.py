@@ -17,15 +17,17 @@ from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache import KVCache
 
 
+def _layer_linears(layer) -> list:
+    """A decoder layer's linears in the order of the C struct rs_layer."""
+    return [layer.qkv_proj, layer.o_proj, layer.gate_up_proj, layer.down_proj]
+
+
 class NativeDecodePlan:
     def __init__(self, model):
         shape = model.shape
         layers = (native.RsLayer * shape.num_layers)()
         for index, layer in enumerate(model.layers):
-            views = [
-                module.kernel_view()
-                for module in (layer.qkv_proj, layer.o_proj, layer.gate_up_proj, layer.down_proj)
-            ]
+            views = [module.kernel_view() for module in _layer_linears(layer)]
             layers[index] = native.RsLayer(
                 layer.input_norm.data_ptr(), layer.post_attention_norm.data_ptr(), *views
             )
@@ -56,7 +58,7 @@ class NativeDecodePlan:
         """True when every linear has a kernel view (packed, or float32 with in_features % 32 == 0)."""
         modules = [model.embedding] + ([] if model.lm_head is None else [model.lm_head])
         for layer in model.layers:
-            modules += [layer.qkv_proj, layer.o_proj, layer.gate_up_proj, layer.down_proj]
+            modules += _layer_linears(layer)
         return all(
             getattr(m, "kernel_view", None) is not None and m.kernel_view() is not None for m in modules
         )

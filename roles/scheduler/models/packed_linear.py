@@ -15,7 +15,6 @@ from roles.model_files.gguf_checkpoint import RawQuantTensor
 from roles.scheduler.kernels import native
 
 PACKED_TYPES = ("Q4_0", "Q4_1", "Q8_0")
-_BLOCK_BYTES = {"Q4_0": 18, "Q4_1": 20, "Q8_0": 34}
 
 
 def _half(blocks: np.ndarray, offset: int) -> np.ndarray:
@@ -26,7 +25,7 @@ def _half(blocks: np.ndarray, offset: int) -> np.ndarray:
 def pack_gguf_blocks(raw: RawQuantTensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(codes, scales, mins or None) from the file's blocks; the values the kernels compute are the file's."""
     groups = raw.cols // native.GROUP
-    blocks = raw.blocks.reshape(raw.rows, groups, _BLOCK_BYTES[raw.type_name])
+    blocks = raw.blocks.reshape(raw.rows, groups, -1)  # (rows, groups, bytes per block)
     scales = _half(blocks, 0)
     if raw.type_name == "Q8_0":
         codes = np.ascontiguousarray(blocks[..., 2:]).view(np.int8).reshape(raw.rows, raw.cols)
@@ -37,18 +36,6 @@ def pack_gguf_blocks(raw: RawQuantTensor) -> tuple[torch.Tensor, torch.Tensor, t
         mins, nibbles = -8.0 * scales, blocks[..., 2:]
     codes = np.ascontiguousarray(nibbles).reshape(raw.rows, raw.cols // 2)
     return torch.from_numpy(codes), torch.from_numpy(scales), torch.from_numpy(mins)
-
-
-def native_view(kind: int, codes: torch.Tensor, scales: torch.Tensor | None, mins: torch.Tensor | None, n, k):
-    return native.RsLinear(
-        kind,
-        n,
-        k,
-        0,
-        codes.data_ptr(),
-        None if scales is None else scales.data_ptr(),
-        None if mins is None else mins.data_ptr(),
-    )
 
 
 class PackedLinear(nn.Module):
@@ -72,13 +59,8 @@ class PackedLinear(nn.Module):
             or view.codes != self.block_codes.data_ptr()
             or view.scales != self.block_scales.data_ptr()
         ):
-            view = self._view = native_view(
-                self.kind,
-                self.block_codes,
-                self.block_scales,
-                self.block_mins,
-                self.out_features,
-                self.in_features,
+            view = self._view = native.linear_view(
+                self.kind, self.block_codes, self.block_scales, self.block_mins
             )
         return view
 

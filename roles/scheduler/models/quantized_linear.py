@@ -77,10 +77,9 @@ class DenseLinear(nn.Module):
 
     def kernel_view(self) -> native.RsLinear | None:
         """The kernels' view of the weight (F32 kind), or None when in_features is not a multiple of 32."""
-        out_features, in_features = self.weight.shape
-        if in_features % native.GROUP:
+        if self.weight.shape[1] % native.GROUP:
             return None
-        return native.RsLinear(native.F32, out_features, in_features, 0, self.weight.data_ptr(), None, None)
+        return native.linear_view(native.F32, self.weight)
 
 
 class Int8Linear(nn.Module):
