@@ -56,15 +56,12 @@ async def one_request(
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    for attempt in range(2):
-        try:
-            return await _stream_one(client, url, body)
-        except httpx.RemoteProtocolError:
-            # A server may close an idle pooled connection just as it is reused; nothing was received,
-            # so sending the request again on a fresh connection is safe. Once only.
-            if attempt:
-                raise
-    raise AssertionError("unreachable")
+    try:
+        return await _stream_one(client, url, body)
+    except httpx.RemoteProtocolError:
+        # A server may close an idle pooled connection just as it is reused; nothing was received
+        # (_stream_one says otherwise), so sending the request again on a fresh connection is safe. Once.
+        return await _stream_one(client, url, body)
 
 
 async def _stream_one(client: httpx.AsyncClient, url: str, body: dict) -> dict:

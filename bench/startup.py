@@ -33,11 +33,21 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def complete(url: str) -> None:
+    """One short completion: the server has served a request (and touched its model) before it is measured."""
+    body = {"model": "smollm2", "prompt": "Hello", "max_tokens": 8, "temperature": 0}
+    httpx.post(url + "/v1/completions", json=body, timeout=120).raise_for_status()
+
+
 class Server:
     def __init__(self, config: dict, env: dict | None = None):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         config = {**config, "http": {"host": "127.0.0.1", "port": self.port}}
         path = pathlib.Path(tempfile.mkdtemp()) / "cfg.yaml"
         path.write_text(yaml.safe_dump(config))
@@ -72,8 +82,7 @@ class Server:
         return self.ready_at - self.started
 
     def complete(self) -> None:
-        body = {"model": "smollm2", "prompt": "Hello", "max_tokens": 8, "temperature": 0}
-        httpx.post(self.url + "/v1/completions", json=body, timeout=120).raise_for_status()
+        complete(self.url)
 
     def pss_mib(self) -> float:
         root = psutil.Process(self.process.pid)
@@ -113,9 +122,7 @@ def measure_reference(command: str, timeout_s: float = 120) -> dict:
     """Start another server, time until its /health answers 200, read its PSS after one completion."""
     from roles.model_files.model_path import resolve_model_path
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     argv = command.format(port=port, gguf=resolve_model_path("smollm2")).split()
     started = time.monotonic()
     process = subprocess.Popen(
@@ -133,8 +140,7 @@ def measure_reference(command: str, timeout_s: float = 120) -> dict:
                 pass
             time.sleep(0.02)
         ready = time.monotonic() - started
-        body = {"model": "smollm2", "prompt": "Hello", "max_tokens": 8, "temperature": 0}
-        httpx.post(url + "/v1/completions", json=body, timeout=120).raise_for_status()
+        complete(url)
         pss = psutil.Process(process.pid).memory_full_info().pss / 2**20
         return {"start_s": ready, "pss_mib": pss}
     finally:
