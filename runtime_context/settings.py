@@ -23,6 +23,10 @@ NAMESPACES = (
     "roles",
 )
 
+# Namespaces of the design that hold no setting yet: each setting arrives with the code that reads it
+# (MoE and the expert backup), so that no declared setting ever does nothing.
+RESERVED_NAMESPACES = frozenset({"exec.moe", "expert_backup"})
+
 _DECLARED: list[Setting] = []
 
 
@@ -42,14 +46,6 @@ _declare(
     "Model to serve: the alias smollm2, a .gguf file, or a Hugging Face folder.",
 )
 _declare("model", "served_name", str, "smollm2", "Name clients pass as `model` and /v1/models lists.")
-_declare(
-    "model",
-    "dtype",
-    str,
-    "float32",
-    "Activation and KV-cache dtype.",
-    choices=("float32", "bfloat16"),
-)
 _declare(
     "model",
     "context_length",
@@ -162,22 +158,6 @@ _declare(
     "(float32, token-identical to transformers) or torch's weight-only int8 / int4 kernels.",
     choices=("auto", "exact", "int8", "int4"),
 )
-_declare(
-    "exec.moe",
-    "recorder",
-    str,
-    "off",
-    "MoE routing recorder: off, counts (per-expert token counts) or trace (every routing decision).",
-    choices=("off", "counts", "trace"),
-)
-_declare(
-    "exec.moe",
-    "recorder_max_events",
-    int,
-    100000,
-    "Most routing events kept by the trace recorder.",
-    minimum=1,
-)
 
 # encoder: /v1/embeddings
 _declare("encoder", "enabled", bool, False, "Start the encoder role and serve /v1/embeddings.")
@@ -209,9 +189,6 @@ _declare(
     choices=("load_from_disk", "fail"),
 )
 
-# expert_backup: host copies of MoE experts
-_declare("expert_backup", "enabled", bool, False, "Keep a host-memory backup of MoE expert weights.")
-_declare("expert_backup", "max_memory_mb", int, 4096, "Memory the expert backup may hold.", minimum=1)
 
 # observability
 _declare(
@@ -270,7 +247,8 @@ _declare(
     choices=("enforce", "record", "off"),
 )
 
-SETTINGS: MappingProxyType[str, Setting] = MappingProxyType({s.key: s for s in _DECLARED})
+_BY_KEY: dict[str, Setting] = {s.key: s for s in _DECLARED}
+SETTINGS: MappingProxyType[str, Setting] = MappingProxyType(_BY_KEY)
 
 
 def settings_in(namespace: str) -> list[Setting]:

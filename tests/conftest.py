@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime_context import reset_context
+from tests.extra_setting import moe_recorder  # noqa: F401  (a fixture for every test)
 
 
 @pytest.fixture(autouse=True)

@@ -27,12 +27,12 @@ def test_defaults_file_env_cli_precedence_with_provenance(tmp_path):
     assert str(resolved.source("model.path")) == "default"
 
 
-def test_file_source_has_line_and_column(tmp_path):
-    cfg = write(tmp_path, "# comment\nexec:\n  weight_dtype: int8\n  moe:\n    recorder: counts\n")
+def test_file_source_has_line_and_column(tmp_path, moe_recorder):
+    cfg = write(tmp_path, "# comment\nexec:\n  weight_dtype: int8\n  moe:\n    recorder: stat\n")
     resolved = resolve(cfg, environ={})
     assert str(resolved.source("exec.weight_dtype")) == f"file {cfg}:3:17"
     assert str(resolved.source("exec.moe.recorder")) == f"file {cfg}:5:15"
-    assert resolved.raw_value("exec.moe.recorder") == "counts"
+    assert resolved.raw_value("exec.moe.recorder") == "stat"
 
 
 def test_yaml_false_null_zero_and_empty_list_keep_their_meaning(tmp_path):
