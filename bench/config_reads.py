@@ -9,6 +9,7 @@ import argparse
 import timeit
 from dataclasses import dataclass
 
+from roles.scheduler.role import ROLE
 from runtime_context import get_schedule, publish, reset_context, resolve
 
 
@@ -27,7 +28,9 @@ def ns_per_read(target: object, reads: int, repeats: int) -> float:
 
 def bag_for(mode: str):
     reset_context()
-    publish(resolve(sets=[f"roles.enforcement={mode}"], environ={}), role="scheduler")
+    publish(
+        resolve(sets=[f"roles.enforcement={mode}"], environ={}), role="scheduler", projection=ROLE.projection
+    )
     return get_schedule()
 
 

@@ -9,6 +9,7 @@ from multiprocessing.process import BaseProcess
 
 from roles.child_process import ChildSpec, child_main
 from roles.endpoints import Endpoints
+from runtime_context import ResolvedConfig
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -40,9 +41,9 @@ def stop_processes(processes: list[BaseProcess], timeout_s: float) -> None:
 
 
 class ChildProcesses:
-    def __init__(self, wire: dict, endpoints: Endpoints, launcher_pid: int):
+    def __init__(self, resolved: ResolvedConfig, endpoints: Endpoints, launcher_pid: int):
         self._spawn = multiprocessing.get_context("spawn")
-        self.wire = wire
+        self.resolved = resolved
         self.endpoints = endpoints
         self.launcher_pid = launcher_pid
         self.by_name: dict[str, tuple[ChildSpec, BaseProcess]] = {}
@@ -54,7 +55,12 @@ class ChildProcesses:
     def start(self, spec: ChildSpec) -> BaseProcess:
         process = self._spawn.Process(
             target=child_main,
-            args=(spec, self.wire, self.endpoints, self.launcher_pid),
+            args=(
+                spec,
+                self.resolved.for_projection(spec.projection).to_wire(),
+                self.endpoints,
+                self.launcher_pid,
+            ),
             name=f"roleserve-{spec.name}",
             daemon=False,
         )

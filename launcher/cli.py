@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from launcher.derivations import LAUNCHER_RULES
 from launcher.live_inspect import LiveInspectError, fetch_live_entries
+from launcher.role_list import LAUNCHER, ROLES
 from launcher.settings_help import settings_reference
 from runtime_context import EXIT_CONFIG_ERROR, ConfigError, ResolvedConfig, get_http, publish, resolve
 from runtime_context.audit import audit, render_audit
@@ -20,7 +21,6 @@ from runtime_context.inspect_report import (
     render_table,
     resolved_json,
 )
-from runtime_context.projections import known_roles
 
 
 def _config_options() -> argparse.ArgumentParser:
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=epilog,
         formatter_class=formatter,
     )
-    inspect.add_argument("--role", choices=known_roles(), help="only this role")
+    inspect.add_argument("--role", choices=ROLES.names(), help="only this role")
     inspect.add_argument("--format", choices=("table", "json"), default="table")
     inspect.add_argument("--url", help="ask a running server (e.g. http://127.0.0.1:30000) what it published")
     audit = roles_commands.add_parser(
@@ -146,14 +146,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _roles(args: argparse.Namespace, resolved: ResolvedConfig) -> int:
     url = getattr(args, "url", None)
     if url:
-        publish(resolved, role="launcher")  # this CLI process reads http.api_key through its bags too
+        publish(
+            resolved, role="launcher", projection=LAUNCHER.projection
+        )  # this CLI process reads http.api_key through its bags too
         try:
             entries = fetch_live_entries(url, get_http().api_key)
         except LiveInspectError as error:
             print(f"serve roles {args.action}: {error}", file=sys.stderr)
             return 1
     else:
-        entries = [offline_entry(resolved, role) for role in known_roles()]
+        entries = [offline_entry(resolved, role.name, role.projection) for role in ROLES]
     if args.action == "audit":
         rows = audit(entries)
         sys.stdout.write(json.dumps(rows, indent=2) + "\n" if args.format == "json" else render_audit(rows))

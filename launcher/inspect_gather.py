@@ -7,11 +7,10 @@ import json
 import time
 from dataclasses import dataclass, field
 
+from launcher.role_list import ROLES
 from roles.protocol import InspectQuery, InspectReply, encode
 from runtime_context import get_context
 from runtime_context.inspect_report import live_entry
-
-_ROLE_ORDER = {"launcher": 0, "tokenizer": 1, "scheduler": 2, "dp_controller": 3}
 
 
 @dataclass
@@ -58,7 +57,7 @@ class InspectGatherer:
                 gather.entries.append(
                     {"role": role, "instance": int(rest.rstrip("]") or 0), "error": "no answer"}
                 )
-            gather.entries.sort(key=lambda e: (_ROLE_ORDER.get(e["role"], 9), e.get("instance") or 0))
+            gather.entries.sort(key=lambda e: (ROLES.order(e["role"]), e.get("instance") or 0))
             self.control.send_multipart(
                 [gather.requester, encode(InspectReply(gather.requester_query, json.dumps(gather.entries)))]
             )

@@ -12,6 +12,7 @@ import zmq
 
 from launcher.children import ChildProcesses, describe_exit
 from launcher.inspect_gather import InspectGatherer
+from launcher.role_list import LAUNCHER, ROLES
 from launcher.runtime_dir import make_runtime_dir, remove_runtime_dir
 from launcher.topology import child_specs, endpoints_for
 from roles.child_process import ChildSpec
@@ -51,13 +52,14 @@ class Supervisor:
         if cache.enabled and cache.persist:
             from roles.weight_cache.persistent import ensure_daemon
 
-            persistent = ensure_daemon(resolved.to_wire(), timeout_s=self.settings.startup_timeout_s)
+            daemon_record = resolved.for_projection(ROLES.named("weight_cache_daemon").projection)
+            persistent = ensure_daemon(daemon_record.to_wire(), timeout_s=self.settings.startup_timeout_s)
         self.endpoints = endpoints_for(self.runtime_dir, persistent)
         self.zmq_context = zmq.Context()
         self.control = self.zmq_context.socket(zmq.ROUTER)
         self.control.setsockopt(zmq.LINGER, 0)
         self.control.bind(self.endpoints.control)
-        self.children = ChildProcesses(resolved.to_wire(), self.endpoints, os.getpid())
+        self.children = ChildProcesses(resolved, self.endpoints, os.getpid())
         self.gatherer = InspectGatherer(self.control)
         self.frames = FrameCounter()
         self.ready: dict[str, Ready] = {}
@@ -165,7 +167,7 @@ class Supervisor:
 
 
 def run_server(resolved: ResolvedConfig) -> int:
-    publish(resolved, role="launcher")
+    publish(resolved, role="launcher", projection=LAUNCHER.projection)
     logging.basicConfig(
         level=get_observability().log_level.upper(), format="%(asctime)s launcher %(levelname)s: %(message)s"
     )

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
+from launcher.role_list import DP_CONTROLLER, ENCODER, SCHEDULER, TOKENIZER, WEIGHT_CACHE_DAEMON
 from roles.child_process import ChildSpec
 from roles.endpoints import Endpoints
+from roles.role_description import RoleDescription
 from runtime_context import get_encoder, get_parallel, get_tokenizer, get_weight_cache
 
-ENTRIES = {
-    "scheduler": "roles.scheduler.process:main",
-    "dp_controller": "roles.dp_controller:main",
-    "tokenizer": "roles.tokenizer.process:main",
-    "encoder": "roles.encoder.process:main",
-    "weight_cache_daemon": "roles.weight_cache.daemon:main",
-}
+
+def _spec(role: RoleDescription, instance: int) -> ChildSpec:
+    assert role.entry is not None, f"role {role.name} has no process entry"
+    return ChildSpec(role.name, instance, role.entry, role.projection)
 
 
 def num_encoders() -> int:
@@ -28,12 +27,12 @@ def child_specs() -> list[ChildSpec]:
     cache = get_weight_cache()
     specs = []
     if cache.enabled and not cache.persist:  # a persistent daemon is not a child: see ensure_daemon
-        specs.append(ChildSpec("weight_cache_daemon", 0, ENTRIES["weight_cache_daemon"]))
-    specs += [ChildSpec("scheduler", i, ENTRIES["scheduler"]) for i in range(dp_size)]
+        specs.append(_spec(WEIGHT_CACHE_DAEMON, 0))
+    specs += [_spec(SCHEDULER, i) for i in range(dp_size)]
     if dp_size > 1:
-        specs.append(ChildSpec("dp_controller", 0, ENTRIES["dp_controller"]))
-    specs += [ChildSpec("encoder", i, ENTRIES["encoder"]) for i in range(num_encoders())]
-    specs += [ChildSpec("tokenizer", i, ENTRIES["tokenizer"]) for i in range(get_tokenizer().workers)]
+        specs.append(_spec(DP_CONTROLLER, 0))
+    specs += [_spec(ENCODER, i) for i in range(num_encoders())]
+    specs += [_spec(TOKENIZER, i) for i in range(get_tokenizer().workers)]
     return specs
 
 

@@ -1,7 +1,7 @@
 """What every role process does first: die with the launcher, publish its role, report READY.
 
-The launcher spawns `child_main` (spawn start method) with the resolved record in wire form; the role's
-entry then runs with a ChildLink for its control channel.
+The launcher spawns `child_main` (spawn start method) with the role's projection of the resolved record in
+wire form; the role's entry then runs with a ChildLink for its control channel.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class ChildSpec:
     role: str
     instance: int
     entry: str  # "package.module:function", called with a ChildLink
+    projection: frozenset[str]  # the namespaces the role declares: what it publishes and receives
 
     @property
     def name(self) -> str:
@@ -116,7 +117,7 @@ class ChildLink:
 def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, launcher_pid: int) -> None:
     die_with_parent(launcher_pid)
     # First act: publish this role's projection of the one resolved config, before building anything.
-    publish(ResolvedConfig.from_wire(wire), role=spec.role)
+    publish(ResolvedConfig.from_wire(wire), role=spec.role, projection=spec.projection)
     from runtime_context import get_observability
 
     logging.basicConfig(

@@ -38,7 +38,7 @@ class _NotProjected:
         raise NamespaceNotProjected(view.role, self.namespace, caller_site(), view.allowed)
 
 
-_SHAPED_CLASSES: dict[tuple[type, str, frozenset[str]], type] = {}
+_SHAPED_CLASSES: dict[tuple[type, str, frozenset[str], frozenset[str]], type] = {}
 
 
 def make_bag(
@@ -47,15 +47,17 @@ def make_bag(
     """A bag whose class blocks every declared name of the namespace that this role may not see."""
     child_names = {c.rsplit(".", 1)[-1]: c for c in child_namespaces(namespace)}
     blocked = {}
-    if leaves is None:
-        blocked.update({s.name: namespace for s in settings_in(namespace)})
+    # A shell (leaves None) blocks every leaf; a projected bag blocks leaves its record withholds.
+    blocked.update(
+        {s.name: namespace for s in settings_in(namespace) if leaves is None or s.name not in leaves}
+    )
     blocked.update({name: full for name, full in child_names.items() if full not in children})
-    shape = (bag_type, namespace, frozenset(blocked))
+    shape = (bag_type, namespace, frozenset(blocked), frozenset(leaves or ()))
     cls = _SHAPED_CLASSES.get(shape)
     if cls is None:
         attrs: dict[str, Any] = {name: _NotProjected(target) for name, target in blocked.items()}
         if bag_type is RecordingBag and leaves is not None:
-            attrs.update({s.name: _RecordedLeaf() for s in settings_in(namespace)})
+            attrs.update({s.name: _RecordedLeaf() for s in settings_in(namespace) if s.name in leaves})
         cls = _SHAPED_CLASSES[shape] = type(f"{bag_type.__name__}[{namespace}]", (bag_type,), attrs)
     return cls(namespace, leaves, children, view)
 

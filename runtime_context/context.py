@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
 from runtime_context.bags import Bag
 from runtime_context.errors import ConfigNotPublished, NamespaceNotProjected, caller_site
-from runtime_context.projections import projection_of
+from runtime_context.projections import check_projection
 from runtime_context.provenance import Source, override_source
 from runtime_context.record import SECRET_MASK, ResolvedConfig
 from runtime_context.settings import NAMESPACES, SETTINGS
@@ -69,8 +69,10 @@ class RuntimeContext:
         self._overrides: list[OverrideEntry] = []
 
     # -- publish -------------------------------------------------------------------------------
-    def publish(self, resolved: ResolvedConfig, role: str | None) -> PublishReport:
-        allowed = projection_of(role) if role is not None else frozenset(NAMESPACES)
+    def publish(
+        self, resolved: ResolvedConfig, role: str | None, projection: frozenset[str]
+    ) -> PublishReport:
+        allowed = projection
         mode = resolved.raw_value("roles.enforcement") if role is not None else "off"
         dropped = tuple(self._overrides)
         if dropped:
@@ -219,16 +221,19 @@ def get_context() -> RuntimeContext:
     return _CONTEXT
 
 
-def publish(resolved: ResolvedConfig, *, role: str) -> PublishReport:
-    """The first act of every process entry: stamp this process with its role and build its bags."""
+def publish(resolved: ResolvedConfig, *, role: str, projection: Iterable[str]) -> PublishReport:
+    """The first act of every process entry: stamp this process with its role and build its bags.
+
+    `projection` is the role's declared namespaces (its RoleDescription); runtime_context keeps no role list.
+    """
     if role is None:
         raise ValueError("publish needs a role; use install() for a role-less, unprojected install")
-    return _CONTEXT.publish(resolved, role)
+    return _CONTEXT.publish(resolved, role, check_projection(role, projection))
 
 
 def install(resolved: ResolvedConfig) -> PublishReport:
     """A direct install without a role (tools, notebooks): every namespace visible, no role stamp."""
-    return _CONTEXT.publish(resolved, None)
+    return _CONTEXT.publish(resolved, None, frozenset(NAMESPACES))
 
 
 def reset_context() -> None:

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from runtime_context.context import RuntimeContext
-from runtime_context.projections import projection_of
-from runtime_context.record import SECRET_MASK, ResolvedConfig
-from runtime_context.settings import NAMESPACES, SETTINGS
+from runtime_context.projections import check_projection, ordered
+from runtime_context.record import SECRET_MASK, WITHHELD, ResolvedConfig
+from runtime_context.settings import SETTINGS
 from runtime_context.view import ProjectionView
 
 
@@ -18,15 +18,12 @@ def _shown(key: str, value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _ordered(namespaces) -> list[str]:
-    return [ns for ns in NAMESPACES if ns in namespaces]
-
-
-def offline_entry(resolved: ResolvedConfig, role: str) -> dict[str, Any]:
-    """What a process of `role` WOULD see if started with this resolved config."""
-    view = ProjectionView(role, projection_of(role), resolved.raw_value("roles.enforcement"))
+def offline_entry(resolved: ResolvedConfig, role: str, projection: frozenset[str]) -> dict[str, Any]:
+    """What a process of `role` (with this projection) WOULD see if started with this resolved config."""
+    view = ProjectionView(role, check_projection(role, projection), resolved.raw_value("roles.enforcement"))
+    resolved = resolved.for_projection(view.allowed)  # exactly the record such a process would receive
     leaves = [
-        {"key": key, "value": resolved.display_value(key), "source": str(resolved.source(key))}
+        {"key": key, "value": resolved.display_value(key), "source": resolved.display_source(key)}
         for key, setting in SETTINGS.items()
         if setting.namespace in view.visible
     ]
@@ -37,7 +34,7 @@ def offline_entry(resolved: ResolvedConfig, role: str) -> dict[str, Any]:
         "published_at": None,
         "fingerprint": resolved.fingerprint,
         "mode": view.mode,
-        "projection": _ordered(view.allowed),
+        "projection": ordered(view.allowed),
         "leaves": leaves,
         "overrides": [],
         "reads": [],
@@ -48,11 +45,12 @@ def live_entry(context: RuntimeContext, instance: int | None = None) -> dict[str
     """What THIS process actually published (answers the launcher's inspect request)."""
     view = context._require_published()
     assert context.resolved is not None
+    resolved = context.resolved
     leaves = [
         {
             "key": key,
-            "value": _shown(key, context.current_value(key)),
-            "source": str(context.current_source(key)),
+            "value": _shown(key, context.current_value(key)) if resolved.has(key) else WITHHELD,
+            "source": str(context.current_source(key)) if resolved.has(key) else WITHHELD,
         }
         for key, setting in SETTINGS.items()
         if setting.namespace in view.visible
@@ -68,7 +66,7 @@ def live_entry(context: RuntimeContext, instance: int | None = None) -> dict[str
         "published_at": context.published_at,
         "fingerprint": context.fingerprint,
         "mode": view.mode,
-        "projection": _ordered(view.allowed),
+        "projection": ordered(view.allowed),
         "leaves": leaves,
         "overrides": [entry.shown() for entry in context.overrides_log()],
         "reads": reads,
@@ -118,7 +116,7 @@ def render_resolved_table(resolved: ResolvedConfig) -> str:
 
 def resolved_json(resolved: ResolvedConfig) -> str:
     leaves = [
-        {"key": key, "value": resolved.display_value(key), "source": str(resolved.source(key))}
+        {"key": key, "value": resolved.display_value(key), "source": resolved.display_source(key)}
         for key in SETTINGS
     ]
     return json.dumps({"fingerprint": resolved.fingerprint, "leaves": leaves}, indent=2)

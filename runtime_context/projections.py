@@ -1,65 +1,32 @@
-"""Which namespaces each role may read. Fail-closed: a role sees nothing it does not declare.
+"""Projections: the set of namespaces one role may read. Fail-closed: a role sees nothing it does not declare.
 
-A role with its own process code declares its projection next to that code (`roles/<role>/projection.py`,
-indexed by `roles/projections.py`, loaded on first use); roles whose process code has not landed yet are
-declared here.
+runtime_context keeps no list of roles. Each role declares its projection in its own package, the launcher
+owns the one ordered list of roles, and `publish(resolved, role=..., projection=...)` receives the projection.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
 
 from runtime_context.settings import NAMESPACES
 
-_PROJECTIONS: dict[str, frozenset[str]] = {}
 
-
-def declare_projection(role: str, namespaces: Iterable[str]) -> frozenset[str]:
+def check_projection(role: str, namespaces: Iterable[str]) -> frozenset[str]:
+    """The projection as a frozenset, or ValueError naming the role and any unknown namespace."""
+    if isinstance(namespaces, str):
+        raise TypeError(
+            f"role {role!r}: a projection is a collection of namespaces, not the string {namespaces!r}"
+        )
     allowed = frozenset(namespaces)
     unknown = sorted(allowed - set(NAMESPACES))
     if unknown:
         raise ValueError(
             f"role {role!r} declares unknown namespaces {unknown}; known: {', '.join(NAMESPACES)}"
         )
-    _PROJECTIONS[role] = allowed
     return allowed
 
 
-ROLE_ORDER = (
-    "launcher",
-    "tokenizer",
-    "scheduler",
-    "dp_controller",
-    "encoder",
-    "weight_cache_daemon",
-    "expert_backup",
-    "test",
-)
-_role_modules_loaded = False
-
-
-def _load_role_declarations() -> None:
-    global _role_modules_loaded
-    if not _role_modules_loaded:
-        _role_modules_loaded = True
-        importlib.import_module("roles.projections")
-
-
-def projection_of(role: str) -> frozenset[str]:
-    _load_role_declarations()
-    try:
-        return _PROJECTIONS[role]
-    except KeyError:
-        raise ValueError(f"unknown role {role!r}; known roles: {', '.join(known_roles())}") from None
-
-
-def known_roles() -> list[str]:
-    _load_role_declarations()
-    order = {role: index for index, role in enumerate(ROLE_ORDER)}
-    return sorted(_PROJECTIONS, key=lambda role: order.get(role, len(order)))
-
-
-declare_projection("launcher", NAMESPACES)
-declare_projection("expert_backup", ("model", "exec.moe", "expert_backup", "observability"))
-declare_projection("test", NAMESPACES)
+def ordered(namespaces: Iterable[str]) -> list[str]:
+    """Namespaces in declaration order (for display)."""
+    chosen = set(namespaces)
+    return [ns for ns in NAMESPACES if ns in chosen]

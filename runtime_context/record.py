@@ -1,6 +1,8 @@
 """The resolved configuration: an immutable, serialisable record with a canonical fingerprint.
 
-Resolution happens once, in the launcher; children receive this record and never re-resolve.
+Resolution happens once, in the launcher; children receive this record and never re-resolve. A child
+receives only its role's projection of the record: the other leaves travel as digests, so the child can
+still prove the fingerprint without seeing their values (secrets above all).
 Code outside runtime_context reads configuration through role bags, never through `raw_value`.
 """
 
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -16,22 +18,43 @@ from runtime_context.provenance import Source
 from runtime_context.settings import SETTINGS
 
 SECRET_MASK = "***"
+WITHHELD = "(withheld)"
+# Every process needs the enforcement mode to build its bags, whatever its projection.
+ALWAYS_SENT = frozenset({"roles.enforcement"})
+
+
+class LeafWithheld(KeyError):
+    """A leaf this process's record does not carry: it lies outside the role's projection."""
+
+    def __str__(self) -> str:
+        return f"{self.args[0]} is outside this process's projection: its record carries only a digest"
 
 
 class ResolvedConfig:
-    __slots__ = ("_values", "_sources", "_fingerprint")
+    __slots__ = ("_values", "_sources", "_withheld", "_fingerprint")
 
-    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, Source]):
-        missing = set(SETTINGS) - set(values)
-        unknown = set(values) - set(SETTINGS)
-        if missing or unknown:
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        sources: Mapping[str, Source],
+        withheld: Mapping[str, str] | None = None,
+    ):
+        """`withheld` maps each leaf left out of `values` to its digest (a child's projected record)."""
+        withheld = dict(withheld or {})
+        missing = set(SETTINGS) - set(values) - set(withheld)
+        unknown = (set(values) | set(withheld)) - set(SETTINGS)
+        both = set(values) & set(withheld)
+        if missing or unknown or both:
             raise ValueError(
-                f"a resolved config needs every declared leaf: missing {missing}, unknown {unknown}"
+                "a resolved config needs every declared leaf once: "
+                f"missing {sorted(missing)}, unknown {sorted(unknown)}, both sent and withheld {sorted(both)}"
             )
-        ordered = {key: SETTINGS[key].check(values[key]) for key in SETTINGS}
+        ordered = {key: SETTINGS[key].check(values[key]) for key in SETTINGS if key in values}
+        digests = {key: withheld.get(key) or leaf_digest(key, ordered[key]) for key in SETTINGS}
         object.__setattr__(self, "_values", MappingProxyType(ordered))
-        object.__setattr__(self, "_sources", MappingProxyType({key: sources[key] for key in SETTINGS}))
-        object.__setattr__(self, "_fingerprint", _fingerprint(ordered))
+        object.__setattr__(self, "_sources", MappingProxyType({key: sources[key] for key in ordered}))
+        object.__setattr__(self, "_withheld", MappingProxyType(withheld))
+        object.__setattr__(self, "_fingerprint", _fingerprint(digests))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("ResolvedConfig is immutable; use get_context().override(...) in a process")
@@ -40,34 +63,76 @@ class ResolvedConfig:
     def fingerprint(self) -> str:
         return self._fingerprint
 
+    def has(self, key: str) -> bool:
+        """Whether this record carries the leaf's value (False for a leaf withheld from this role)."""
+        return key in self._values
+
     def raw_value(self, key: str) -> Any:
-        return self._values[key]
+        try:
+            return self._values[key]
+        except KeyError:
+            if key in self._withheld:
+                raise LeafWithheld(key) from None
+            raise
 
     def source(self, key: str) -> Source:
-        return self._sources[key]
+        try:
+            return self._sources[key]
+        except KeyError:
+            if key in self._withheld:
+                raise LeafWithheld(key) from None
+            raise
 
     @property
     def raw_values(self) -> Mapping[str, Any]:
+        """The values this record carries (every leaf in the launcher's record)."""
         return self._values
 
+    @property
+    def withheld(self) -> frozenset[str]:
+        return frozenset(self._withheld)
+
     def display_value(self, key: str) -> Any:
-        """The value as it may be shown: secrets become *** (null stays null)."""
+        """The value as it may be shown: secrets become *** (null stays null), withheld leaves say so."""
+        if key in self._withheld:
+            return WITHHELD
         value = self._values[key]
         if SETTINGS[key].secret and value is not None:
             return SECRET_MASK
         return list(value) if isinstance(value, tuple) else value
 
+    def display_source(self, key: str) -> str:
+        return WITHHELD if key in self._withheld else str(self._sources[key])
+
+    def projected(self, keep: Callable[[str], bool]) -> ResolvedConfig:
+        """The same record carrying only the leaves `keep` accepts (plus ALWAYS_SENT); others become digests."""
+        kept = {key: value for key, value in self._values.items() if key in ALWAYS_SENT or keep(key)}
+        withheld = dict(self._withheld)
+        withheld.update({key: leaf_digest(key, v) for key, v in self._values.items() if key not in kept})
+        record = ResolvedConfig(kept, self._sources, withheld)
+        assert record.fingerprint == self._fingerprint
+        return record
+
+    def for_projection(self, projection: Iterable[str]) -> ResolvedConfig:
+        """The record a child of this projection receives (see projection_keeper)."""
+        return self.projected(projection_keeper(projection, self.raw_value("roles.enforcement")))
+
     def to_wire(self) -> dict[str, Any]:
-        """Everything a child needs, secrets included: sent only over the spawn pipe, never a socket."""
+        """What this record carries, for the spawn pipe (never a socket): values, sources, withheld digests."""
         return {
             "values": {k: list(v) if isinstance(v, tuple) else v for k, v in self._values.items()},
             "sources": {k: str(s) for k, s in self._sources.items()},
+            "withheld": dict(self._withheld),
             "fingerprint": self._fingerprint,
         }
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ResolvedConfig:
-        record = cls(data["values"], {k: Source.parse(s) for k, s in data["sources"].items()})
+        record = cls(
+            data["values"],
+            {k: Source.parse(s) for k, s in data["sources"].items()},
+            data.get("withheld") or {},
+        )
         if record.fingerprint != data["fingerprint"]:
             raise ValueError(
                 f"config record fingerprint mismatch: sent {data['fingerprint'][:12]}, "
@@ -82,18 +147,36 @@ class ResolvedConfig:
         return hash(self._fingerprint)
 
     def __repr__(self) -> str:
-        return f"ResolvedConfig(fingerprint={self._fingerprint[:12]}, leaves={len(self._values)})"
+        withheld = f", withheld={len(self._withheld)}" if self._withheld else ""
+        return f"ResolvedConfig(fingerprint={self._fingerprint[:12]}, leaves={len(self._values)}{withheld})"
 
 
-def canonical_form(values: Mapping[str, Any]) -> str:
-    """Sorted-key JSON where each secret appears only as the sha256 of its value."""
-    shown = {}
-    for key, value in values.items():
-        if SETTINGS[key].secret and value is not None:
-            value = "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()
-        shown[key] = list(value) if isinstance(value, tuple) else value
-    return json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+def projection_keeper(projection: Iterable[str], mode: str) -> Callable[[str], bool]:
+    """Which leaves a child of this projection receives: its namespaces in enforce mode; in record and off
+    modes every leaf (so reads outside the projection can be recorded or allowed), except secrets outside it."""
+    allowed = frozenset(projection)
+
+    def keep(key: str) -> bool:
+        setting = SETTINGS[key]
+        if setting.namespace in allowed:
+            return True
+        return mode != "enforce" and not setting.secret
+
+    return keep
 
 
-def _fingerprint(values: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_form(values).encode()).hexdigest()
+def canonical_value(key: str, value: Any) -> str:
+    """One leaf's canonical JSON: a secret appears only as the sha256 of its value."""
+    if SETTINGS[key].secret and value is not None:
+        value = "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()
+    return json.dumps(list(value) if isinstance(value, tuple) else value, sort_keys=True, ensure_ascii=True)
+
+
+def leaf_digest(key: str, value: Any) -> str:
+    return hashlib.sha256(f"{key}={canonical_value(key, value)}".encode()).hexdigest()
+
+
+def _fingerprint(digests: Mapping[str, str]) -> str:
+    """sha256 over every leaf's digest in key order: provable from values or digests alike."""
+    lines = "".join(f"{key}:{digests[key]}\n" for key in sorted(digests))
+    return hashlib.sha256(lines.encode()).hexdigest()

@@ -36,7 +36,10 @@ def build_tree(resolved: ResolvedConfig, view: ProjectionView) -> dict[str, Bag]
     def build(namespace: str) -> Bag | None:
         children = {c: b for c in child_namespaces(namespace) if (b := build(c)) is not None}
         if namespace in view.visible:
-            leaves = {s.name: resolved.raw_value(s.key) for s in settings_in(namespace)}
+            # A leaf withheld from this process's record (a secret outside its projection) stays blocked.
+            leaves = {
+                s.name: resolved.raw_value(s.key) for s in settings_in(namespace) if resolved.has(s.key)
+            }
         elif children:
             leaves = None  # a shell that only carries visible sub-namespaces
         else:

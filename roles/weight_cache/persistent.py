@@ -86,9 +86,12 @@ def ensure_daemon(wire: dict, timeout_s: float) -> str:
 
 def run_persistent() -> None:
     """Entry of the detached daemon: publish the role first, take the lock, serve until dropped or signalled."""
+    from roles.weight_cache.role import ROLE
     from runtime_context import ResolvedConfig, get_observability, publish
 
-    publish(ResolvedConfig.from_wire(json.loads(sys.stdin.read())), role="weight_cache_daemon")
+    publish(
+        ResolvedConfig.from_wire(json.loads(sys.stdin.read())), role=ROLE.name, projection=ROLE.projection
+    )
     logging.basicConfig(
         level=get_observability().log_level.upper(),
         format="%(asctime)s weight_cache_daemon(persistent) %(levelname)s: %(message)s",

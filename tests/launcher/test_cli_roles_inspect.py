@@ -4,7 +4,7 @@ from serve_command import run_serve
 
 from launcher.derivations import LAUNCHER_RULES
 from runtime_context import resolve
-from runtime_context.projections import projection_of
+from tests.publish_as import projection_of
 
 
 def test_inspect_json_per_role_matches_projection_and_fingerprint(tmp_path):
@@ -21,8 +21,6 @@ def test_inspect_json_per_role_matches_projection_and_fingerprint(tmp_path):
         "dp_controller",
         "encoder",
         "weight_cache_daemon",
-        "expert_backup",
-        "test",
     ]
     fingerprint = resolve(str(cfg), environ={}, rules=LAUNCHER_RULES).fingerprint
     for process in processes:

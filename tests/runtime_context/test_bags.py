@@ -1,11 +1,12 @@
 import pytest
 
-from runtime_context import BagReadOnly, get_schedule, publish, resolve
+from runtime_context import BagReadOnly, get_schedule, resolve
+from tests.publish_as import publish_as
 
 
 @pytest.fixture
 def schedule():
-    publish(resolve(environ={}), role="scheduler")
+    publish_as(resolve(environ={}), "scheduler")
     return get_schedule()
 
 

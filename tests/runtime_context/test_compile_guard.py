@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from runtime_context import NamespaceNotProjected, get_exec, get_schedule, publish, resolve
+from runtime_context import NamespaceNotProjected, get_exec, get_schedule, resolve
+from tests.publish_as import publish_as
 
 
 class ScaledByConfig(torch.nn.Module):
@@ -13,7 +14,7 @@ class ScaledByConfig(torch.nn.Module):
 
 
 def test_fullgraph_compile_reads_config_in_enforce_mode():
-    publish(resolve(sets=["exec.threads=3", "schedule.max_running_requests=5"], environ={}), role="scheduler")
+    publish_as(resolve(sets=["exec.threads=3", "schedule.max_running_requests=5"], environ={}), "scheduler")
     torch._dynamo.reset()
     compiled = torch.compile(ScaledByConfig(), fullgraph=True, backend="eager")
     x = torch.ones(4)
@@ -21,7 +22,7 @@ def test_fullgraph_compile_reads_config_in_enforce_mode():
 
 
 def test_compiled_read_outside_projection_still_fails_closed():
-    publish(resolve(environ={}), role="tokenizer")
+    publish_as(resolve(environ={}), "tokenizer")
     torch._dynamo.reset()
     strict = torch.compile(ScaledByConfig(), fullgraph=True, backend="eager")
     with pytest.raises(Exception, match=r"NamespaceNotProjected\('tokenizer', 'exec'"):

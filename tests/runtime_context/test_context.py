@@ -4,13 +4,14 @@ import time
 import pytest
 
 import runtime_context as rc
-from runtime_context import get_context, install, publish, reset_context, resolve
+from runtime_context import get_context, install, reset_context, resolve
+from tests.publish_as import publish_as
 
 
 def test_publish_records_role_pid_time_and_fingerprint():
     resolved = resolve(environ={})
     before = time.time()
-    report = publish(resolved, role="scheduler")
+    report = publish_as(resolved, "scheduler")
     context = get_context()
     assert context.publish_role == "scheduler"
     assert context.published_pid == os.getpid()
@@ -21,13 +22,13 @@ def test_publish_records_role_pid_time_and_fingerprint():
 
 def test_publish_unknown_role_raises_and_changes_nothing():
     with pytest.raises(ValueError, match="unknown role 'frontend'; known roles: launcher, tokenizer"):
-        publish(resolve(environ={}), role="frontend")
+        publish_as(resolve(environ={}), "frontend")
     assert not get_context().is_published
 
 
 def test_direct_install_without_role_clears_the_role():
     resolved = resolve(environ={})
-    publish(resolved, role="tokenizer")
+    publish_as(resolved, "tokenizer")
     install(resolved)
     assert get_context().publish_role is None
     assert rc.get_exec().threads >= 1  # unprojected: every namespace visible
@@ -36,10 +37,10 @@ def test_direct_install_without_role_clears_the_role():
 def test_republish_is_last_publish_wins_and_reports_dropped_overrides(caplog):
     first = resolve(environ={})
     second = resolve(sets=["schedule.max_running_requests=7"], environ={})
-    publish(first, role="scheduler")
+    publish_as(first, "scheduler")
     get_context().override("tuning", schedule__max_running_requests=3)
     with caplog.at_level("WARNING", logger="roleserve.config"):
-        report = publish(second, role="scheduler")
+        report = publish_as(second, "scheduler")
     assert [e.key for e in report.dropped_overrides] == ["schedule.max_running_requests"]
     assert "drops 1 override(s): schedule.max_running_requests (tuning)" in caplog.text
     assert rc.get_schedule().max_running_requests == 7
@@ -47,7 +48,7 @@ def test_republish_is_last_publish_wins_and_reports_dropped_overrides(caplog):
 
 
 def test_reset_context_clears_everything():
-    publish(resolve(environ={}), role="scheduler")
+    publish_as(resolve(environ={}), "scheduler")
     reset_context()
     context = get_context()
     assert (context.publish_role, context.fingerprint, context.bags) == (None, None, {})
@@ -79,14 +80,14 @@ def test_every_accessor_answers_after_publish_and_raises_clearly_before(namespac
     with pytest.raises(rc.ConfigNotPublished):
         accessor()
     resolved = resolve(environ={})
-    publish(resolved, role="launcher")
+    publish_as(resolved, "launcher")
     bag = accessor()
     assert bag.namespace == namespace
     for key, value in bag.as_dict().items():
         assert value == resolved.raw_value(f"{namespace}.{key}")
 
 
-def test_exec_moe_is_a_sub_bag():
-    publish(resolve(sets=["exec.moe.recorder=trace"], environ={}), role="scheduler")
-    assert rc.get_exec().moe.recorder == "trace"
+def test_exec_moe_is_a_sub_bag(moe_recorder):
+    publish_as(resolve(sets=["exec.moe.recorder=stat"], environ={}), "test")
+    assert rc.get_exec().moe.recorder == "stat"
     assert rc.get_exec().moe.namespace == "exec.moe"

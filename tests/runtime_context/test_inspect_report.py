@@ -1,19 +1,20 @@
 import json
 
-from runtime_context import get_context, publish, resolve
+from runtime_context import get_context, resolve
 from runtime_context.inspect_report import live_entry, offline_entry, render_json, render_table
+from tests.publish_as import projection_of, publish_as
 
 
 def test_offline_entry_lists_only_the_projection_with_sources():
     resolved = resolve(sets=["http.api_key=s3cret"], environ={})
-    entry = offline_entry(resolved, "dp_controller")
+    entry = offline_entry(resolved, "dp_controller", projection_of("dp_controller"))
     assert entry["projection"] == ["schedule", "parallel", "observability"]
     assert {leaf["key"].split(".")[0] for leaf in entry["leaves"]} == {
         "schedule",
         "parallel",
         "observability",
     }
-    tokenizer = offline_entry(resolved, "tokenizer")
+    tokenizer = offline_entry(resolved, "tokenizer", projection_of("tokenizer"))
     key = next(leaf for leaf in tokenizer["leaves"] if leaf["key"] == "http.api_key")
     assert key == {"key": "http.api_key", "value": "***", "source": "cli --set http.api_key"}
     assert "s3cret" not in render_json([tokenizer]) + render_table([tokenizer])
@@ -21,9 +22,9 @@ def test_offline_entry_lists_only_the_projection_with_sources():
 
 def test_live_entry_matches_offline_for_the_same_config_and_adds_overrides():
     resolved = resolve(environ={})
-    publish(resolved, role="scheduler")
+    publish_as(resolved, "scheduler")
     live = live_entry(get_context(), instance=0)
-    offline = offline_entry(resolved, "scheduler")
+    offline = offline_entry(resolved, "scheduler", projection_of("scheduler"))
     assert live["leaves"] == offline["leaves"]
     assert live["fingerprint"] == offline["fingerprint"]
     get_context().override("tune", memory__page_size=32)

@@ -1,23 +1,26 @@
 import pytest
 
 import runtime_context as rc
-from runtime_context import get_context, publish, resolve
+from runtime_context import get_context, resolve
+from tests.publish_as import publish_as
 
 
 @pytest.fixture
 def context():
-    publish(resolve(environ={}), role="scheduler")
+    publish_as(resolve(environ={}), "scheduler")
     return get_context()
 
 
-def test_override_is_permanent_logged_with_source_and_caller(context):
-    context.override("autotune", schedule__max_running_requests=8, **{"exec.moe.recorder": "counts"})
+def test_override_is_permanent_logged_with_source_and_caller(moe_recorder):
+    publish_as(resolve(environ={}), "test")
+    context = get_context()
+    context.override("autotune", schedule__max_running_requests=8, **{"exec.moe.recorder": "stat"})
     assert rc.get_schedule().max_running_requests == 8
-    assert rc.get_exec().moe.recorder == "counts"
+    assert rc.get_exec().moe.recorder == "stat"
     log = context.overrides_log()
     assert [(e.source, e.key, e.old, e.new) for e in log] == [
         ("autotune", "schedule.max_running_requests", 64, 8),
-        ("autotune", "exec.moe.recorder", "off", "counts"),
+        ("autotune", "exec.moe.recorder", "off", "stat"),
     ]
     assert log[0].caller.startswith(__file__ + ":")
     source = str(context.current_source("schedule.max_running_requests"))
@@ -44,7 +47,7 @@ def test_overrides_log_returns_copies(context):
 def test_snapshot_restore_covers_record_bags_log_and_role(context):
     saved = context.snapshot()
     context.override("a", memory__page_size=32)
-    publish(resolve(sets=["http.port=1"], environ={}), role="tokenizer")
+    publish_as(resolve(sets=["http.port=1"], environ={}), "tokenizer")
     context.override("b", http__port=2)
     context.restore(saved)
     assert context.publish_role == "scheduler"
@@ -65,7 +68,7 @@ def test_scoped_context_nests(context):
 
 
 def test_snapshot_restores_recorded_reads():
-    publish(resolve(sets=["roles.enforcement=record"], environ={}), role="test")
+    publish_as(resolve(sets=["roles.enforcement=record"], environ={}), "test")
     context = get_context()
     rc.get_http().port  # noqa: B018
     with context.scoped():

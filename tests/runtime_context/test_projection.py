@@ -2,32 +2,23 @@ import pytest
 
 import runtime_context as rc
 from runtime_context import NamespaceNotProjected, get_context, publish, resolve
-from runtime_context.projections import known_roles, projection_of
 from runtime_context.settings import NAMESPACES
+from tests.publish_as import projection_of, publish_as
 
-ROLES = [
-    "launcher",
-    "tokenizer",
-    "scheduler",
-    "dp_controller",
-    "encoder",
-    "expert_backup",
-    "weight_cache_daemon",
-    "test",
-]
+PROJECTIONS = {
+    "everything": NAMESPACES,
+    "http only": ("http",),
+    "a sub-namespace without its parent": ("model", "exec.moe"),
+    "nothing": (),
+}
 
 
-def test_every_role_is_declared():
-    assert sorted(known_roles()) == sorted(ROLES)
-
-
-@pytest.mark.parametrize("role", ROLES)
-def test_enforce_tree_holds_exactly_the_projection(role):
-    publish(resolve(environ={}), role=role)
+@pytest.mark.parametrize("projection", PROJECTIONS.values(), ids=PROJECTIONS.keys())
+def test_enforce_tree_holds_exactly_the_projection(projection):
+    publish(resolve(environ={}), role="some_role", projection=projection)
     context = get_context()
-    allowed = projection_of(role)
     for namespace in NAMESPACES:
-        if namespace in allowed:
+        if namespace in projection:
             assert context.is_config_namespace_published(namespace)
             assert context.bag(namespace).namespace == namespace
         else:
@@ -35,8 +26,21 @@ def test_enforce_tree_holds_exactly_the_projection(role):
                 context.is_config_namespace_published(namespace)
 
 
+def test_publish_refuses_an_unknown_namespace_or_a_bare_string():
+    with pytest.raises(ValueError, match="role 'r' declares unknown namespaces \\['sched'\\]"):
+        publish(resolve(environ={}), role="r", projection=("model", "sched"))
+    with pytest.raises(TypeError, match="not the string 'model'"):
+        publish(resolve(environ={}), role="r", projection="model")
+    assert not get_context().is_published
+
+
+def test_publish_needs_a_projection():
+    with pytest.raises(TypeError):
+        publish(resolve(environ={}), role="scheduler")  # type: ignore[call-arg]
+
+
 def test_error_names_role_namespace_caller_and_allowed_set():
-    publish(resolve(environ={}), role="tokenizer")
+    publish_as(resolve(environ={}), "tokenizer")
     with pytest.raises(NamespaceNotProjected) as caught:
         rc.get_memory()
     error = caught.value
@@ -48,8 +52,8 @@ def test_error_names_role_namespace_caller_and_allowed_set():
 
 
 def test_shell_namespace_blocks_its_own_leaves_but_carries_sub_namespaces():
-    publish(resolve(environ={}), role="expert_backup")
-    assert rc.get_exec().moe.recorder == "off"
+    publish(resolve(environ={}), role="moe_only", projection=("model", "exec.moe"))
+    assert rc.get_exec().moe.namespace == "exec.moe"
     with pytest.raises(NamespaceNotProjected, match="may not read namespace 'exec'") as caught:
         rc.get_exec().threads  # noqa: B018
     assert caught.value.caller.startswith(__file__)
@@ -59,14 +63,14 @@ def test_shell_namespace_blocks_its_own_leaves_but_carries_sub_namespaces():
 
 
 def test_sub_namespace_outside_projection_is_blocked():
-    publish(resolve(environ={}), role="encoder")
+    publish_as(resolve(environ={}), "encoder")
     assert rc.get_exec().threads >= 1
     with pytest.raises(NamespaceNotProjected, match="may not read namespace 'exec.moe'"):
         rc.get_exec().moe  # noqa: B018
 
 
 def test_override_outside_projection_raises_and_changes_nothing():
-    publish(resolve(environ={}), role="tokenizer")
+    publish_as(resolve(environ={}), "tokenizer")
     with pytest.raises(NamespaceNotProjected, match="may not read namespace 'memory'"):
         get_context().override("test", http__port=1, memory__page_size=8)
     assert rc.get_http().port == 30000
@@ -80,7 +84,7 @@ def test_is_published_for_unknown_namespace_and_before_publish():
 
 
 def test_record_mode_allows_everything_and_records_reads():
-    publish(resolve(sets=["roles.enforcement=record"], environ={}), role="tokenizer")
+    publish_as(resolve(sets=["roles.enforcement=record"], environ={}), "tokenizer")
     assert get_context().is_config_namespace_published("memory")
     assert rc.get_memory().page_size == 16
     rc.get_memory().page_size  # noqa: B018
@@ -94,6 +98,6 @@ def test_record_mode_allows_everything_and_records_reads():
 
 
 def test_off_mode_allows_everything_without_recording():
-    publish(resolve(sets=["roles.enforcement=off"], environ={}), role="tokenizer")
+    publish_as(resolve(sets=["roles.enforcement=off"], environ={}), "tokenizer")
     assert rc.get_memory().page_size == 16
     assert get_context().recorded_reads() == []

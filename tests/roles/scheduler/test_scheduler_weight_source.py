@@ -8,6 +8,7 @@ import zmq
 from roles.endpoints import Endpoints
 from roles.scheduler.engine_settings import engine_config_from_context
 from roles.scheduler.process import shared_model_or_none
+from roles.scheduler.role import ROLE
 from runtime_context import publish, resolve
 from tests.tiny_checkpoint import write_tiny_llama
 
@@ -24,6 +25,7 @@ def scheduler_config(tiny, *sets):
             environ={},
         ),
         role="scheduler",
+        projection=ROLE.projection,
     )
     return engine_config_from_context()
 

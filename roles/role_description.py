@@ -1,0 +1,25 @@
+"""The plain description every role exports of itself: its name, its projection and its process entry.
+
+The launcher keeps the one ordered list of these (launcher/role_list.py); nothing else lists roles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from runtime_context.projections import check_projection
+
+
+@dataclass(frozen=True)
+class RoleDescription:
+    name: str
+    projection: frozenset[str]  # the namespaces its processes may read
+    entry: str | None  # "package.module:function" run in a spawned child; None for the launcher itself
+    summary: str  # one line: what the role does (inspect, README)
+
+    def __init__(self, name: str, projection: Iterable[str], entry: str | None, summary: str):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "projection", check_projection(name, projection))
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "summary", summary)
