@@ -77,7 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     roles = commands.add_parser("roles", help="what each role sees")
-    roles_commands = roles.add_subparsers(dest="action", metavar="{inspect,audit}", required=True)
+    roles_commands = roles.add_subparsers(dest="action", metavar="{list,inspect,audit}", required=True)
+    roles_commands.add_parser(
+        "list", help="the roles a server runs: projection and what each does (markdown)"
+    )
     inspect = roles_commands.add_parser(
         "inspect",
         parents=[common],
@@ -119,6 +122,9 @@ def resolve_from_args(args: argparse.Namespace) -> ResolvedConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "roles" and args.action == "list":  # the declarations alone, no configuration
+        sys.stdout.write(ROLES.markdown_table())
+        return 0
     if args.command == "cache":  # works on the running daemon, not on a configuration
         from launcher.cache_commands import cache_drop, cache_ls
 

@@ -8,10 +8,13 @@ from roles.role_description import RoleDescription
 from roles.scheduler.role import ROLE as SCHEDULER
 from roles.tokenizer.role import ROLE as TOKENIZER
 from roles.weight_cache.role import ROLE as WEIGHT_CACHE_DAEMON
-from runtime_context.settings import NAMESPACES
+from runtime_context.projections import ordered
 
 LAUNCHER = RoleDescription(
-    "launcher", NAMESPACES, None, "the serve CLI: resolves the config, spawns and supervises"
+    "launcher",
+    ("http", "tokenizer", "parallel", "encoder", "weight_cache", "observability", "launcher"),
+    None,
+    "the serve CLI: resolves the whole config, hands each child its projection, spawns and supervises",
 )
 
 
@@ -39,6 +42,13 @@ class RoleList:
             return self._by_name[name]
         except KeyError:
             raise ValueError(f"unknown role {name!r}; known roles: {', '.join(self._by_name)}") from None
+
+    def markdown_table(self) -> str:
+        """The README's role table, from the declarations themselves."""
+        lines = ["| role | may read | does |", "|---|---|---|"]
+        for role in self:
+            lines.append(f"| {role.name} | {', '.join(ordered(role.projection))} | {role.summary} |")
+        return "\n".join(lines) + "\n"
 
     def order(self, name: str) -> int:
         """Position for sorting; unknown names sort last."""

@@ -18,7 +18,7 @@ from runtime_context import get_parallel
 
 ROLE = RoleDescription(
     "dp_controller",
-    ("parallel", "schedule", "observability"),
+    ("parallel", "observability"),
     "roles.dp_controller:main",
     "dispatches requests to scheduler replicas: round_robin or shortest_queue",
 )

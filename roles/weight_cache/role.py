@@ -4,7 +4,7 @@ from roles.role_description import RoleDescription
 
 ROLE = RoleDescription(
     "weight_cache_daemon",
-    ("model", "weight_cache", "observability"),
+    ("observability",),
     "roles.weight_cache.daemon:main",
     "loads and converts weights once into shared memory; serves them zero-copy, keyed by model identity",
 )

@@ -80,7 +80,7 @@ def test_every_accessor_answers_after_publish_and_raises_clearly_before(namespac
     with pytest.raises(rc.ConfigNotPublished):
         accessor()
     resolved = resolve(environ={})
-    publish_as(resolved, "launcher")
+    publish_as(resolved, "test")
     bag = accessor()
     assert bag.namespace == namespace
     for key, value in bag.as_dict().items():

@@ -8,12 +8,8 @@ from tests.publish_as import projection_of, publish_as
 def test_offline_entry_lists_only_the_projection_with_sources():
     resolved = resolve(sets=["http.api_key=s3cret"], environ={})
     entry = offline_entry(resolved, "dp_controller", projection_of("dp_controller"))
-    assert entry["projection"] == ["schedule", "parallel", "observability"]
-    assert {leaf["key"].split(".")[0] for leaf in entry["leaves"]} == {
-        "schedule",
-        "parallel",
-        "observability",
-    }
+    assert entry["projection"] == ["parallel", "observability"]
+    assert {leaf["key"].split(".")[0] for leaf in entry["leaves"]} == {"parallel", "observability"}
     tokenizer = offline_entry(resolved, "tokenizer", projection_of("tokenizer"))
     key = next(leaf for leaf in tokenizer["leaves"] if leaf["key"] == "http.api_key")
     assert key == {"key": "http.api_key", "value": "***", "source": "cli --set http.api_key"}
