@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -21,6 +22,7 @@ from runtime_context.inspect_report import (
     render_table,
     resolved_json,
 )
+from runtime_context.setting import ENV_PREFIX
 
 
 def _config_options() -> argparse.ArgumentParser:
@@ -146,6 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _roles(args, resolved)
     from launcher.supervisor import run_server
 
+    # Children never re-resolve: the environment's config is already in the record, and a secret left there
+    # would reach every role, projected or not.
+    for name in [name for name in os.environ if name.startswith(ENV_PREFIX)]:
+        del os.environ[name]
     return run_server(resolved)
 
 
