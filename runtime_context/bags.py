@@ -34,7 +34,7 @@ class _NotProjected:
     def __get__(self, bag: Bag | None, owner: type) -> Any:
         if bag is None:
             return self
-        view = object.__getattribute__(bag, "_view")
+        view = bag._view  # a plain load, so torch.compile can trace the raise below
         raise NamespaceNotProjected(view.role, self.namespace, caller_site(), view.allowed)
 
 

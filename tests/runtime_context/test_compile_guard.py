@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from runtime_context import NamespaceNotProjected, get_exec, get_schedule, resolve
+from runtime_context import NamespaceNotProjected, get_exec, get_schedule, publish, resolve
 from tests.publish_as import publish_as
 
 
@@ -31,3 +31,32 @@ def test_compiled_read_outside_projection_still_fails_closed():
     lenient = torch.compile(ScaledByConfig(), backend="eager")
     with pytest.raises(NamespaceNotProjected, match="role 'tokenizer' may not read namespace 'exec'"):
         lenient(torch.ones(2))
+
+
+def read_sub_namespace(x: torch.Tensor) -> torch.Tensor:
+    return x * len(get_exec().moe.namespace)
+
+
+def read_shell_leaf(x: torch.Tensor) -> torch.Tensor:
+    return x * get_exec().threads
+
+
+@pytest.mark.parametrize(
+    ("projection", "read", "namespace"),
+    [
+        (("exec", "model"), read_sub_namespace, "exec.moe"),  # exec without exec.moe
+        (("exec.moe", "model"), read_shell_leaf, "exec"),  # exec.moe without exec: exec is a shell
+    ],
+    ids=["sub-namespace", "shell leaf"],
+)
+def test_compiled_blocked_sub_namespace_or_leaf_names_role_namespace_and_allowed_set(
+    projection, read, namespace
+):
+    publish(resolve(environ={}), role="narrow", projection=projection)
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as caught:
+        torch.compile(read, fullgraph=True, backend="eager")(torch.ones(2))
+    message = str(caught.value)
+    assert f"NamespaceNotProjected('narrow', {namespace!r}" in message
+    for allowed in projection:
+        assert repr(allowed) in message
