@@ -5,6 +5,7 @@ for overrides, membership and restore.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -37,6 +38,9 @@ class _NotProjected:
         view = bag._view  # a plain load, so torch.compile can trace the raise below
         raise NamespaceNotProjected(view.role, self.namespace, caller_site(), view.allowed)
 
+
+# Each leaf write gets a fresh token, so a scoped override can tell whether its write was replaced.
+_WRITE_TOKENS = itertools.count(1)
 
 _SHAPED_CLASSES: dict[tuple[type, str, frozenset[str], frozenset[str]], type] = {}
 
@@ -71,11 +75,12 @@ class Bag:
         object.__setattr__(self, "_namespace", namespace)
         object.__setattr__(self, "_is_projected", leaves is not None)
         object.__setattr__(self, "_leaves", dict(leaves or {}))
+        object.__setattr__(self, "_writes", {})  # leaf -> token of its latest write
         object.__setattr__(self, "_children", dict(children))
         object.__setattr__(self, "_view", view)  # the ProjectionView: role, allowed set, read recorder
         object.__setattr__(self, "_record_read", view.record_read)
         for name, value in self._leaves.items():
-            self._store(name, value)
+            self._set_leaf(name, value)
         for name, child in self._children.items():
             object.__setattr__(self, name.rsplit(".", 1)[-1], child)
 
@@ -121,22 +126,37 @@ class Bag:
         # object.__setattr__ keeps the instance on CPython's fastest attribute path (inline values).
         object.__setattr__(self, name, value)
 
-    def _set_leaf(self, name: str, value: Any) -> None:
+    def _set_leaf(self, name: str, value: Any, token: int | None = None) -> None:
         self._leaves[name] = value
+        self._writes[name] = next(_WRITE_TOKENS) if token is None else token
         self._store(name, value)
+
+    def _leaf_state(self) -> dict[str, tuple[Any, int]]:
+        """Every leaf's value and write token, for a snapshot to put back exactly."""
+        return {name: (value, self._writes[name]) for name, value in self._leaves.items()}
+
+    def _restore_leaf_state(self, state: Mapping[str, tuple[Any, int]]) -> None:
+        for name, (value, token) in state.items():
+            self._set_leaf(name, value, token)
 
     @contextmanager
     def override(self, **leaves: Any) -> Iterator[Bag]:
-        """Scoped, transactional override of this namespace's leaves; restored on exit."""
+        """Scoped, transactional override of this namespace's leaves; restored on exit.
+
+        On exit only the leaves still holding this scope's write are put back: a permanent
+        get_context().override(...) of the same leaf made inside the scope stays, as its log entry says.
+        """
         checked = self._check_leaves(leaves)
-        previous = {name: self._leaves[name] for name in checked}
+        previous = {name: (self._leaves[name], self._writes[name]) for name in checked}
         for name, value in checked.items():
             self._set_leaf(name, value)
+        written = {name: self._writes[name] for name in checked}
         try:
             yield self
         finally:
-            for name, value in previous.items():
-                self._set_leaf(name, value)
+            for name, (value, token) in previous.items():
+                if self._writes[name] == written[name]:
+                    self._set_leaf(name, value, token)
 
     def __repr__(self) -> str:
         shown = ", ".join(

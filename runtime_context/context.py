@@ -52,7 +52,7 @@ class PublishReport:
 @dataclass(frozen=True)
 class ContextSnapshot:
     state: dict[str, Any]
-    leaves: dict[str, dict[str, Any]]  # namespace -> leaves at snapshot time, for every bag in the tree
+    leaves: dict[str, dict[str, tuple[Any, int]]]  # namespace -> leaf -> (value, write token)
 
 
 class RuntimeContext:
@@ -187,7 +187,7 @@ class RuntimeContext:
         }
         state["_overrides"] = list(self._overrides)
         state["reads"] = dict(self.view.reads) if self.view else None
-        return ContextSnapshot(state, {ns: dict(bag._leaves) for ns, bag in self.bags.items()})
+        return ContextSnapshot(state, {ns: bag._leaf_state() for ns, bag in self.bags.items()})
 
     def restore(self, snapshot: ContextSnapshot) -> None:
         state = dict(snapshot.state)
@@ -198,8 +198,7 @@ class RuntimeContext:
             self.view.reads.clear()
             self.view.reads.update(reads)
         for namespace, leaves in snapshot.leaves.items():
-            for leaf, value in leaves.items():
-                self.bags[namespace]._set_leaf(leaf, value)
+            self.bags[namespace]._restore_leaf_state(leaves)
 
     @contextmanager
     def scoped(self) -> Iterator[RuntimeContext]:

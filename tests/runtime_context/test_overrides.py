@@ -75,3 +75,40 @@ def test_snapshot_restores_recorded_reads():
         rc.get_memory().page_size  # noqa: B018
         assert len(context.recorded_reads()) == 2
     assert [r[1] for r in context.recorded_reads()] == ["http"]
+
+
+def test_permanent_override_inside_a_scope_outlives_the_scope(context):
+    schedule = rc.get_schedule()
+    with schedule.override(max_running_requests=4, chunked_prefill_size=64):
+        context.override("autotune", schedule__max_running_requests=8)
+        assert schedule.max_running_requests == 8
+    assert schedule.max_running_requests == 8  # the permanent override wins
+    assert schedule.chunked_prefill_size == 512  # what only the scope set is restored
+    assert [(e.key, e.old, e.new) for e in context.overrides_log()] == [
+        ("schedule.max_running_requests", 4, 8)
+    ]
+    assert str(context.current_source("schedule.max_running_requests")).startswith("override autotune")
+    assert context.current_value("schedule.max_running_requests") == 8
+
+
+def test_nested_scopes_of_one_leaf_restore_in_order_around_a_permanent_override(context):
+    memory = rc.get_memory()
+    with memory.override(page_size=32):
+        with memory.override(page_size=64):
+            pass
+        assert memory.page_size == 32
+        with memory.override(page_size=64):
+            context.override("tune", memory__page_size=128)
+        assert memory.page_size == 128
+    assert memory.page_size == 128
+    assert [e.new for e in context.overrides_log()] == [128]
+
+
+def test_context_restore_inside_a_scope_keeps_the_scope_restoring(context):
+    memory = rc.get_memory()
+    with memory.override(page_size=32):
+        with context.scoped():
+            context.override("inner", memory__page_size=64)
+        assert memory.page_size == 32
+    assert memory.page_size == 16
+    assert context.overrides_log() == []
