@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from runtime_context.errors import BagReadOnly, NamespaceNotProjected, caller_site
@@ -98,16 +98,31 @@ class Bag:
     def __delattr__(self, name: str) -> None:
         self.__setattr__(name, None)
 
+    def _require_projected(self, action: str = "read") -> None:
+        """A shell's own leaves are outside the projection: every look at them fails closed."""
+        if not self._is_projected:
+            raise NamespaceNotProjected(
+                self._view.role, self._namespace, caller_site(), self._view.allowed, action
+            )
+
     def as_dict(self) -> dict[str, Any]:
         """A copy of this namespace's leaves (not its sub-namespaces)."""
+        self._require_projected()
         return dict(self._leaves)
+
+    def __contains__(self, name: object) -> bool:
+        """Whether `name` is a leaf of this namespace (a sub-namespace is not a leaf)."""
+        self._require_projected()
+        return name in self._leaves
+
+    def __iter__(self) -> Iterator[str]:
+        """The names of this namespace's leaves."""
+        self._require_projected()
+        return iter(list(self._leaves))
 
     def _check_leaves(self, leaves: Mapping[str, Any]) -> dict[str, Any]:
         """Validate every leaf before changing any (all-or-nothing)."""
-        if not self._is_projected:
-            raise NamespaceNotProjected(
-                self._view.role, self._namespace, caller_site(), self._view.allowed, "override"
-            )
+        self._require_projected("override")
         checked, errors = {}, []
         for name, value in leaves.items():
             key = f"{self._namespace}.{name}"
@@ -139,14 +154,17 @@ class Bag:
         for name, (value, token) in state.items():
             self._set_leaf(name, value, token)
 
-    @contextmanager
-    def override(self, **leaves: Any) -> Iterator[Bag]:
+    def override(self, **leaves: Any) -> AbstractContextManager[Bag]:
         """Scoped, transactional override of this namespace's leaves; restored on exit.
 
-        On exit only the leaves still holding this scope's write are put back: a permanent
-        get_context().override(...) of the same leaf made inside the scope stays, as its log entry says.
+        Checked here, at the call, so a refusal names the caller. On exit only the leaves still holding
+        this scope's write are put back: a permanent get_context().override(...) of the same leaf made
+        inside the scope stays, as its log entry says.
         """
-        checked = self._check_leaves(leaves)
+        return self._scoped_override(self._check_leaves(leaves))
+
+    @contextmanager
+    def _scoped_override(self, checked: Mapping[str, Any]) -> Iterator[Bag]:
         previous = {name: (self._leaves[name], self._writes[name]) for name in checked}
         for name, value in checked.items():
             self._set_leaf(name, value)

@@ -1,6 +1,14 @@
 import pytest
 
-from runtime_context import BagReadOnly, get_schedule, resolve
+from runtime_context import (
+    BagReadOnly,
+    NamespaceNotProjected,
+    get_context,
+    get_exec,
+    get_schedule,
+    publish,
+    resolve,
+)
 from tests.publish_as import publish_as
 
 
@@ -62,3 +70,42 @@ def test_scoped_override_is_all_or_nothing(schedule):
 def test_unknown_attribute_is_an_attribute_error(schedule):
     with pytest.raises(AttributeError):
         schedule.max_runing_requests  # noqa: B018
+
+
+def test_leaf_membership_and_iteration(schedule):
+    assert "max_running_requests" in schedule
+    assert "max_runing_requests" not in schedule
+    assert 1 not in schedule
+    assert list(schedule) == ["max_running_requests", "max_queued_requests", "chunked_prefill_size"]
+    publish(resolve(environ={}), role="exec_reader", projection=("exec", "exec.moe"))
+    assert "threads" in get_exec()
+    assert "moe" not in get_exec()  # a sub-namespace, not a leaf
+
+
+def shell_reads(shell):
+    """Every way to look into a bag's own leaves: each must fail closed on a shell."""
+    return {
+        "as_dict": shell.as_dict,
+        "leaf": lambda: shell.threads,
+        "iteration": lambda: list(shell),
+        "in": lambda: "threads" in shell,
+        "scoped override": lambda: shell.override(threads=1).__enter__(),
+        "permanent override": lambda: get_context().override("test", exec__threads=1),
+    }
+
+
+def test_shell_namespace_fails_closed_on_every_read(moe_recorder):
+    # The role projects exec.moe but not exec: get_exec() is a shell that only carries moe.
+    publish(resolve(environ={}), role="moe_only", projection=("model", "exec.moe"))
+    shell = get_exec()
+    assert shell.moe.as_dict() == {"recorder": "off"}
+    assert "recorder" in shell.moe
+    for what, read in shell_reads(shell).items():
+        with pytest.raises(NamespaceNotProjected) as caught:
+            read()
+        error = caught.value
+        assert (error.role, error.namespace) == ("moe_only", "exec"), what
+        assert error.caller.startswith(__file__ + ":"), what
+        assert error.allowed == ["exec.moe", "model"], what
+        assert "role 'moe_only' may not" in str(error), what
+    assert get_context().overrides_log() == []
