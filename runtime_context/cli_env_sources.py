@@ -53,12 +53,16 @@ def read_cli(
             assignments.append(Assignment(key, SETTINGS[key].parse(text), cli_source(flag)))
         except SettingValueError as exc:
             problems.append(ConfigProblem(f"cli {flag}", key, str(exc)))
-    for item in sets:
+    for number, item in enumerate(sets, 1):
+        # Problems name the key, never the text given: it may be a secret (or a key misspelled near one).
         key, sep, text = item.partition("=")
         key = key.strip()
-        where = f"cli --set {item}"
+        where = f"cli --set {key}"
         if not sep:
-            problems.append(ConfigProblem(where, key, "expected --set namespace.key=value"))
+            named = item.split(maxsplit=1)[0] if item.strip() else ""
+            named = named if named in SETTINGS else ""  # else say only which --set it was
+            where = f"cli --set {named or f'#{number}'}"
+            problems.append(ConfigProblem(where, named, "expected --set namespace.key=value"))
             continue
         if key not in SETTINGS:
             problems.append(ConfigProblem(where, key, f"unknown setting{did_you_mean(key, SETTINGS)}"))

@@ -7,14 +7,14 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from runtime_context.bags import Bag
 from runtime_context.errors import ConfigNotPublished, NamespaceNotProjected, caller_site
 from runtime_context.projections import check_projection
 from runtime_context.provenance import Source, override_source
-from runtime_context.record import SECRET_MASK, ResolvedConfig
+from runtime_context.record import ResolvedConfig
 from runtime_context.settings import NAMESPACES, SETTINGS
 from runtime_context.view import ProjectionView, build_tree
 
@@ -25,21 +25,13 @@ log = logging.getLogger("roleserve.config")
 class OverrideEntry:
     source: str  # why, as the caller said it
     key: str
-    old: Any
+    old: Any  # a secret's old and new values are kept only as ***
     new: Any
     caller: str  # file:line
     at: float  # time.time()
 
     def shown(self) -> dict[str, Any]:
-        secret = SETTINGS[self.key].secret
-        return {
-            "source": self.source,
-            "key": self.key,
-            "old": SECRET_MASK if secret else self.old,
-            "new": SECRET_MASK if secret else self.new,
-            "caller": self.caller,
-            "at": self.at,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -52,7 +44,8 @@ class PublishReport:
 @dataclass(frozen=True)
 class ContextSnapshot:
     state: dict[str, Any]
-    leaves: dict[str, dict[str, tuple[Any, int]]]  # namespace -> leaf -> (value, write token)
+    # namespace -> leaf -> (value, write token); out of the repr, as it holds secrets in the clear
+    leaves: dict[str, dict[str, tuple[Any, int]]] = field(repr=False)
 
 
 class RuntimeContext:
@@ -172,7 +165,8 @@ class RuntimeContext:
             bag = self.bags[namespace]
             for leaf, value in group.items():
                 key = f"{namespace}.{leaf}"
-                self._overrides.append(OverrideEntry(source, key, bag._leaves[leaf], value, caller, now))
+                old, new = SETTINGS[key].masked(bag._leaves[leaf]), SETTINGS[key].masked(value)
+                self._overrides.append(OverrideEntry(source, key, old, new, caller, now))
                 bag._set_leaf(leaf, value)
                 log.info("override %s by %s at %s", key, source, caller)
 

@@ -15,9 +15,9 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime_context.provenance import Source
+from runtime_context.setting import SECRET_MASK
 from runtime_context.settings import SETTINGS
 
-SECRET_MASK = "***"
 WITHHELD = "(withheld)"
 # Every process needs the enforcement mode to build its bags, whatever its projection.
 ALWAYS_SENT = frozenset({"roles.enforcement"})

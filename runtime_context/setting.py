@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ENV_PREFIX = "ROLESERVE_"
+SECRET_MASK = "***"  # how a secret value is shown anywhere: reprs, reports, the override log
 
 _TRUE_WORDS = {"1", "true", "yes", "on"}
 _FALSE_WORDS = {"0", "false", "no", "off"}
@@ -45,6 +46,16 @@ class Setting:
         name = "list[str]" if self.type is list else self.type.__name__
         return f"{name} | null" if self.optional else name
 
+    def masked(self, value: Any) -> Any:
+        """The value as it may be shown: a secret becomes *** (null stays null)."""
+        return SECRET_MASK if self.secret and value is not None else value
+
+    def _got(self, value: Any) -> str:
+        """What was given, as an error may say it: a secret shows only its type."""
+        if self.secret and value is not None:
+            return f"got {type(value).__name__} (value not shown: secret)"
+        return f"got {_show(value)}"
+
     def describe_bounds(self) -> str:
         if self.choices:
             return "one of " + ", ".join(self.choices)
@@ -63,27 +74,27 @@ class Setting:
             raise SettingValueError(f"must be {self.type_name}; got null")
         if self.type is bool:
             if not isinstance(value, bool):
-                raise SettingValueError(f"must be true or false; got {_show(value)}")
+                raise SettingValueError(f"must be true or false; {self._got(value)}")
         elif self.type is int:
             if isinstance(value, bool) or not isinstance(value, int):
-                raise SettingValueError(f"must be an integer; got {_show(value)}")
+                raise SettingValueError(f"must be an integer; {self._got(value)}")
         elif self.type is float:
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise SettingValueError(f"must be a number; got {_show(value)}")
+                raise SettingValueError(f"must be a number; {self._got(value)}")
             value = float(value)
         elif self.type is str:
             if not isinstance(value, str):
-                raise SettingValueError(f"must be a string; got {_show(value)}")
+                raise SettingValueError(f"must be a string; {self._got(value)}")
         elif self.type is list:
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-                raise SettingValueError(f"must be a list of strings; got {_show(value)}")
+                raise SettingValueError(f"must be a list of strings; {self._got(value)}")
             value = tuple(value)
         if self.choices is not None and value not in self.choices:
-            raise SettingValueError(f"must be one of {', '.join(self.choices)}; got {_show(value)}")
+            raise SettingValueError(f"must be one of {', '.join(self.choices)}; {self._got(value)}")
         if self.minimum is not None and value < self.minimum:
-            raise SettingValueError(f"must be >= {self.minimum:g}; got {_show(value)}")
+            raise SettingValueError(f"must be >= {self.minimum:g}; {self._got(value)}")
         if self.maximum is not None and value > self.maximum:
-            raise SettingValueError(f"must be <= {self.maximum:g}; got {_show(value)}")
+            raise SettingValueError(f"must be <= {self.maximum:g}; {self._got(value)}")
         return value
 
     def parse(self, text: str) -> Any:
@@ -97,21 +108,21 @@ class Setting:
                 return True
             if lowered in _FALSE_WORDS:
                 return False
-            raise SettingValueError(f"must be true or false; got {text!r}")
+            raise SettingValueError(f"must be true or false; {self._got(text)}")
         if self.type is int:
             try:
                 return self.check(int(stripped, 0))
             except ValueError as exc:
                 if isinstance(exc, SettingValueError):
                     raise
-                raise SettingValueError(f"must be an integer; got {text!r}") from None
+                raise SettingValueError(f"must be an integer; {self._got(text)}") from None
         if self.type is float:
             try:
                 return self.check(float(stripped))
             except ValueError as exc:
                 if isinstance(exc, SettingValueError):
                     raise
-                raise SettingValueError(f"must be a number; got {text!r}") from None
+                raise SettingValueError(f"must be a number; {self._got(text)}") from None
         if self.type is list:
             items = [] if not stripped else [item.strip() for item in stripped.split(",")]
             return self.check(items)

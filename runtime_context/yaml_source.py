@@ -19,6 +19,9 @@ class Assignment:
     value: Any
     source: Source
 
+    def __repr__(self) -> str:
+        return f"Assignment({self.key}={SETTINGS[self.key].masked(self.value)!r} from {self.source})"
+
 
 def read_yaml_config(path: str) -> tuple[list[Assignment], list[ConfigProblem]]:
     try:
@@ -34,8 +37,7 @@ def read_yaml_config(path: str) -> tuple[list[Assignment], list[ConfigProblem]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
-        reason = getattr(exc, "problem", None) or str(exc)
-        return [], [ConfigProblem(where, "", f"invalid YAML: {reason}")]
+        return [], [ConfigProblem(where, "", f"invalid YAML: {_reason(exc)}")]
     finally:
         loader.dispose()
     if root is None:  # an empty file is an empty config
@@ -92,8 +94,8 @@ class _NodeReader:
         setting = SETTINGS[key]
         try:
             raw = self.loader.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:
-            self.problems.append(ConfigProblem(self.where(node), key, f"invalid value: {exc}"))
+        except (yaml.YAMLError, ValueError) as exc:  # ValueError: e.g. a date like 2001-13-45
+            self.problems.append(ConfigProblem(self.where(node), key, f"invalid value: {_reason(exc)}"))
             return
         try:
             value = setting.check(raw)
@@ -101,6 +103,11 @@ class _NodeReader:
             self.problems.append(ConfigProblem(self.where(node), key, str(exc)))
             return
         self.assignments.append(Assignment(key, value, file_source(self.path, *_line_col(node))))
+
+
+def _reason(exc: Exception) -> str:
+    """Why YAML refused, without the quoted source line (which may hold a secret); where is said apart."""
+    return getattr(exc, "problem", None) or str(exc)
 
 
 def _line_col(node: yaml.Node) -> tuple[int, int]:

@@ -67,7 +67,7 @@ def test_all_problems_are_collected_together(tmp_path):
     assert len(caught.value.problems) == 4, rendered
     assert f"{cfg}:2:3: http.prot: unknown key (did you mean port?)" in rendered
     assert f"{cfg}:4:25: schedule.max_running_requests: must be >= 1; got 0" in rendered
-    assert "cli --set memory.page_size=x: memory.page_size: must be an integer" in rendered
+    assert "cli --set memory.page_size: memory.page_size: must be an integer; got 'x'" in rendered
     assert "env ROLESERVE_HTTP__PORTT: unknown setting (did you mean ROLESERVE_HTTP__PORT?)" in rendered
 
 
