@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from evaluated_annotations import evaluated_annotations, function_annotations
+
 
 def _is_type_checking_test(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
@@ -36,19 +38,16 @@ def runtime_uses_of_type_checking_imports(tree: ast.Module) -> list[tuple[str, i
     skipped: set[int] = set()  # ids of subtrees that never run
     for block in guarded_blocks:
         skipped.update(id(n) for stmt in block.body for n in ast.walk(stmt))
-    if lazy_annotations:
+    if lazy_annotations:  # annotations stay strings, unless a library evaluates them
+        evaluated = {id(annotation) for annotation in evaluated_annotations(tree)}
         for node in ast.walk(tree):
             annotations = []
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                annotations.append(node.returns)
-                args = node.args
-                for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-                    if arg is not None:
-                        annotations.append(arg.annotation)
+                annotations.extend(function_annotations(node))
             elif isinstance(node, ast.AnnAssign):
                 annotations.append(node.annotation)
             for annotation in annotations:
-                if annotation is not None:
+                if id(annotation) not in evaluated:
                     skipped.update(id(n) for n in ast.walk(annotation))
     return sorted(
         (node.id, node.lineno)
