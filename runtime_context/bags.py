@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -75,6 +75,9 @@ class Bag:
         object.__setattr__(self, "_namespace", namespace)
         object.__setattr__(self, "_is_projected", leaves is not None)
         object.__setattr__(self, "_leaves", dict(leaves or {}))
+        # Declared leaves the record does not carry (a secret outside the projection in record mode).
+        declared = {s.name for s in settings_in(namespace)}
+        object.__setattr__(self, "_withheld", frozenset(declared - set(self._leaves)))
         object.__setattr__(self, "_writes", {})  # leaf -> token of its latest write
         object.__setattr__(self, "_children", dict(children))
         object.__setattr__(self, "_view", view)  # the ProjectionView: role, allowed set, read recorder
@@ -98,9 +101,11 @@ class Bag:
     def __delattr__(self, name: str) -> None:
         self.__setattr__(name, None)
 
-    def _require_projected(self, action: str = "read") -> None:
-        """A shell's own leaves are outside the projection: every look at them fails closed."""
-        if not self._is_projected:
+    def _require_projected(self, action: str = "read", names: Iterable[object] | None = None) -> None:
+        """A shell's own leaves, and leaves the record withholds, are outside the projection: every look
+        at them fails closed. `names` limits the check to those leaves; None means all of them."""
+        withheld = self._withheld if names is None else self._withheld.intersection(names)
+        if not self._is_projected or withheld:
             raise NamespaceNotProjected(
                 self._view.role, self._namespace, caller_site(), self._view.allowed, action
             )
@@ -112,7 +117,7 @@ class Bag:
 
     def __contains__(self, name: object) -> bool:
         """Whether `name` is a leaf of this namespace (a sub-namespace is not a leaf)."""
-        self._require_projected()
+        self._require_projected(names=[name])
         return name in self._leaves
 
     def __iter__(self) -> Iterator[str]:
@@ -122,7 +127,7 @@ class Bag:
 
     def _check_leaves(self, leaves: Mapping[str, Any]) -> dict[str, Any]:
         """Validate every leaf before changing any (all-or-nothing)."""
-        self._require_projected("override")
+        self._require_projected("override", leaves)
         checked, errors = {}, []
         for name, value in leaves.items():
             key = f"{self._namespace}.{name}"

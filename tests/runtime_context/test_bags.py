@@ -5,6 +5,7 @@ from runtime_context import (
     NamespaceNotProjected,
     get_context,
     get_exec,
+    get_http,
     get_schedule,
     publish,
     resolve,
@@ -109,3 +110,24 @@ def test_shell_namespace_fails_closed_on_every_read(moe_recorder):
         assert error.allowed == ["exec.moe", "model"], what
         assert "role 'moe_only' may not" in str(error), what
     assert get_context().overrides_log() == []
+
+
+def test_a_leaf_withheld_from_the_record_fails_closed_like_a_shell():
+    # In record mode a child's record carries every leaf but the secrets outside its projection.
+    resolved = resolve(sets=["roles.enforcement=record", "http.api_key=sk-1"], environ={})
+    publish(resolved.for_projection(("schedule",)), role="narrow", projection=("schedule",))
+    http = get_http()
+    assert "port" in http
+    reads = {
+        "as_dict": http.as_dict,
+        "iteration": lambda: list(http),
+        "in": lambda: "api_key" in http,
+        "scoped override": lambda: http.override(api_key="sk-2"),
+        "permanent override": lambda: get_context().override("test", http__api_key="sk-2"),
+    }
+    for what, read in reads.items():
+        with pytest.raises(NamespaceNotProjected, match="role 'narrow' may not .* namespace 'http'"):
+            read()
+        assert get_context().overrides_log() == [], what
+    with http.override(port=1):  # the leaves it carries stay usable
+        assert http.port == 1
