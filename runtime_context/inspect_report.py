@@ -7,15 +7,10 @@ from typing import Any
 
 from runtime_context.context import RuntimeContext
 from runtime_context.projections import check_projection, ordered
-from runtime_context.record import SECRET_MASK, WITHHELD, ResolvedConfig
+from runtime_context.record import WITHHELD, ResolvedConfig, shown_value
+from runtime_context.setting import SECRET_MASK
 from runtime_context.settings import SETTINGS
 from runtime_context.view import ProjectionView
-
-
-def _shown(key: str, value: Any) -> Any:
-    if SETTINGS[key].secret and value is not None:
-        return SECRET_MASK
-    return list(value) if isinstance(value, tuple) else value
 
 
 def offline_entry(resolved: ResolvedConfig, role: str, projection: frozenset[str]) -> dict[str, Any]:
@@ -49,7 +44,7 @@ def live_entry(context: RuntimeContext, instance: int | None = None) -> dict[str
     leaves = [
         {
             "key": key,
-            "value": _shown(key, context.current_value(key)) if resolved.has(key) else WITHHELD,
+            "value": shown_value(key, context.current_value(key)) if resolved.has(key) else WITHHELD,
             "source": str(context.current_source(key)) if resolved.has(key) else WITHHELD,
         }
         for key, setting in SETTINGS.items()

@@ -15,7 +15,6 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime_context.provenance import Source
-from runtime_context.setting import SECRET_MASK
 from runtime_context.settings import SETTINGS
 
 WITHHELD = "(withheld)"
@@ -96,10 +95,7 @@ class ResolvedConfig:
         """The value as it may be shown: secrets become *** (null stays null), withheld leaves say so."""
         if key in self._withheld:
             return WITHHELD
-        value = self._values[key]
-        if SETTINGS[key].secret and value is not None:
-            return SECRET_MASK
-        return list(value) if isinstance(value, tuple) else value
+        return shown_value(key, self._values[key])
 
     def display_source(self, key: str) -> str:
         return WITHHELD if key in self._withheld else str(self._sources[key])
@@ -149,6 +145,12 @@ class ResolvedConfig:
     def __repr__(self) -> str:
         withheld = f", withheld={len(self._withheld)}" if self._withheld else ""
         return f"ResolvedConfig(fingerprint={self._fingerprint[:12]}, leaves={len(self._values)}{withheld})"
+
+
+def shown_value(key: str, value: Any) -> Any:
+    """A leaf's value as it may be shown (JSON-ready): a secret becomes *** (null stays null)."""
+    value = SETTINGS[key].masked(value)
+    return list(value) if isinstance(value, tuple) else value
 
 
 def projection_keeper(projection: Iterable[str], mode: str) -> Callable[[str], bool]:
