@@ -127,7 +127,9 @@ class RuntimeContext:
     # -- reading, for inspect --------------------------------------------------------------------
     def current_value(self, key: str) -> Any:
         namespace, _, leaf = key.rpartition(".")
-        return self.bag(namespace)._leaves[leaf]
+        bag = self.bag(namespace)
+        bag._require_projected(names=[leaf])
+        return bag._leaves[leaf]
 
     def current_source(self, key: str) -> Source:
         for entry in reversed(self._overrides):

@@ -101,3 +101,10 @@ def test_off_mode_allows_everything_without_recording():
     publish_as(resolve(sets=["roles.enforcement=off"], environ={}), "tokenizer")
     assert rc.get_memory().page_size == 16
     assert get_context().recorded_reads() == []
+
+
+def test_current_value_of_a_shell_leaf_fails_closed():
+    publish(resolve(environ={}), role="moe_only", projection=("model", "exec.moe"))
+    with pytest.raises(NamespaceNotProjected, match="may not read namespace 'exec'"):
+        get_context().current_value("exec.threads")
+    assert get_context().current_value("model.path") == "smollm2"
