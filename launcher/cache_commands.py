@@ -7,9 +7,9 @@ import time
 
 import zmq
 
-from roles.weight_cache.client import WeightCacheUnavailable, ask
-from roles.weight_cache.messages import DropEntries, Dropped, EntryList, ListEntries
-from roles.weight_cache.persistent import daemon_address, is_running
+from roles.shared_weights.client import WeightCacheUnavailable, ask
+from roles.shared_weights.messages import DropEntries, Dropped, EntryList, ListEntries
+from roles.shared_weights.persistent_daemon import daemon_address, is_running
 
 
 def cache_ls() -> int:

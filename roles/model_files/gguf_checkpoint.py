@@ -28,6 +28,7 @@ _TENSOR_TYPES = {
     8: ("Q8_0", 32, 34),
 }
 SUPPORTED_TENSOR_TYPES = tuple(name for name, _, _ in _TENSOR_TYPES.values())
+_BLOCK_LAYOUT = {name: (block, block_bytes) for name, block, block_bytes in _TENSOR_TYPES.values()}
 
 
 def _nbytes(info: GGUFTensorInfo) -> int:
@@ -97,6 +98,16 @@ class RawQuantTensor:
     rows: int  # out_features
     cols: int  # in_features
     blocks: np.ndarray  # (rows, bytes_per_row) uint8
+
+    @property
+    def block_size(self) -> int:
+        """Weights per block (32 for every quantised type read here)."""
+        return _BLOCK_LAYOUT[self.type_name][0]
+
+    def block_view(self) -> np.ndarray:
+        """(rows, blocks per row, bytes per block) uint8: one block per [row, group]."""
+        block, block_bytes = _BLOCK_LAYOUT[self.type_name]
+        return self.blocks.reshape(self.rows, self.cols // block, block_bytes)
 
 
 @dataclass(frozen=True)
@@ -269,6 +280,10 @@ class GGUFCheckpoint:
         if heads is not None:
             blocks = unpermute_rope_rows(blocks, heads)
         return RawQuantTensor(self.tensor_type(gguf_name), rows, cols, np.ascontiguousarray(blocks))
+
+    def eos_token_ids(self) -> list[int]:
+        value = self.field("tokenizer.ggml.eos_token_id")
+        return [] if value is None else [int(value)]
 
     def tokenizer_metadata(self) -> TokenizerMetadata:
         tokens = self.field("tokenizer.ggml.tokens")

@@ -88,6 +88,15 @@ class HFCheckpoint:
         except KeyError as error:
             raise ModelFileError(f"{self.path / 'config.json'}: missing field {error}") from error
 
+    def eos_token_ids(self) -> list[int]:
+        """``eos_token_id`` of config.json and generation_config.json (an int or a list; chat models list several)."""
+        ids: list[int] = []
+        generation = self.path / "generation_config.json"
+        for config in (self.config, json.loads(generation.read_text()) if generation.is_file() else {}):
+            value = config.get("eos_token_id")
+            ids.extend(value if isinstance(value, list) else [] if value is None else [value])
+        return list(dict.fromkeys(int(i) for i in ids))
+
     def tensor_names(self) -> list[str]:
         return list(self._where)
 

@@ -148,7 +148,8 @@ def shared_model_or_none(link: ChildLink, config):
     cache = get_weight_cache()
     if not cache.enabled or link.endpoints.weight_cache is None:
         return None
-    from roles.weight_cache.client import WeightCacheUnavailable, load_shared_model
+    from roles.scheduler.models.shared_model import load_shared_model
+    from roles.shared_weights.client import WeightCacheUnavailable
 
     try:
         return load_shared_model(

@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import signal
 
 import msgspec
 import zmq
 
 from roles.child_process import ChildLink
-from roles.weight_cache.messages import (
+from roles.shared_weights.messages import (
     DropEntries,
     Dropped,
     EntryList,
@@ -98,7 +99,7 @@ class WeightCacheDaemon:
                 )
 
     def close(self) -> None:
-        self.store.drop(None)
+        self.store.close()
         self.socket.close(0)
 
 
@@ -109,13 +110,33 @@ def bind_router(context: zmq.Context, address: str) -> zmq.Socket:
     return socket
 
 
+def stop_on_signals(daemon: WeightCacheDaemon, *signals: signal.Signals) -> None:
+    """Leave the serve loop on these signals, so that ``close`` unlinks every segment. The launcher may
+    terminate its children before they read its Shutdown; dying by the signal's default action would leave
+    the segments to multiprocessing's resource tracker, which unlinks them with a "leaked shared_memory
+    objects" warning at shutdown."""
+
+    def stop(signum, frame) -> None:
+        daemon.stop_requested = True
+
+    for signum in signals:
+        signal.signal(signum, stop)
+
+
+def run(daemon: WeightCacheDaemon, link: ChildLink | None = None, signals=(signal.SIGTERM,)) -> None:
+    """Serve until the launcher's Shutdown, a drop that stops the daemon, or one of ``signals``; then unlink
+    every segment."""
+    stop_on_signals(daemon, *signals)
+    try:
+        daemon.serve(link)
+    finally:
+        daemon.close()
+
+
 def main(link: ChildLink) -> None:
     """Launcher child: serves the server's private runtime dir, dies with the server."""
     address = link.endpoints.weight_cache
     prefix = f"roleserve-wc-{os.getpid()}-"
     daemon = WeightCacheDaemon(bind_router(link.zmq_context, address), WeightStore(prefix))
     link.send_ready()
-    try:
-        daemon.serve(link)
-    finally:
-        daemon.close()
+    run(daemon, link)

@@ -1,9 +1,5 @@
-"""weight_cache.persist: one daemon per user in a well-known run dir, outliving any `serve`.
-
-    <run dir>/weight-cache/daemon.lock   flock held by the live daemon for its whole life
-    <run dir>/weight-cache/daemon.sock   its ipc socket
-The run dir is $XDG_RUNTIME_DIR/roleserve or /tmp/roleserve-<uid>, created 0700.
-"""
+"""weight_cache.persist: one daemon per user in a well-known run dir (``shared_weights.persistent_daemon``),
+outliving any `serve`: started detached here, and its entry."""
 
 from __future__ import annotations
 
@@ -18,39 +14,17 @@ import time
 
 import zmq
 
-from roles.weight_cache.client import WeightCacheUnavailable, ask
-from roles.weight_cache.messages import Ping, Pong
+from roles.shared_weights.client import WeightCacheUnavailable, ask
+from roles.shared_weights.messages import Ping, Pong
+from roles.shared_weights.persistent_daemon import (
+    cache_dir,
+    daemon_address,
+    is_running,
+    lock_path,
+    socket_path,
+)
 
 SEGMENT_PREFIX = "roleserve-wcp-"
-
-
-def cache_dir() -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    root = os.path.join(base, "roleserve") if base else f"/tmp/roleserve-{os.getuid()}"
-    path = os.path.join(root, "weight-cache")
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    os.chmod(root, 0o700)
-    os.chmod(path, 0o700)
-    return path
-
-
-def daemon_address() -> str:
-    return f"ipc://{cache_dir()}/daemon.sock"
-
-
-def is_running(context: zmq.Context) -> bool:
-    lock_path = os.path.join(cache_dir(), "daemon.lock")
-    try:
-        with open(lock_path, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False  # nobody holds it
-    except BlockingIOError:
-        pass
-    try:
-        return isinstance(ask(context, daemon_address(), Ping(), timeout_s=5), Pong)
-    except WeightCacheUnavailable:
-        return False
 
 
 def ensure_daemon(wire: dict, timeout_s: float) -> str:
@@ -96,32 +70,24 @@ def run_persistent() -> None:
         level=get_observability().log_level.upper(),
         format="%(asctime)s weight_cache_daemon(persistent) %(levelname)s: %(message)s",
     )
-    from roles.weight_cache.daemon import WeightCacheDaemon, bind_router
+    from roles.weight_cache.daemon import WeightCacheDaemon, bind_router, run
     from roles.weight_cache.store import WeightStore
 
-    lock = open(os.path.join(cache_dir(), "daemon.lock"), "a")  # noqa: SIM115 (held for the process's life)
+    lock = open(lock_path(), "a")  # noqa: SIM115 (held for the process's life)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         sys.exit(0)  # another daemon won the race; it serves
-    socket_path = os.path.join(cache_dir(), "daemon.sock")
-    if os.path.exists(socket_path):
-        os.unlink(socket_path)
+    if os.path.exists(socket_path()):
+        os.unlink(socket_path())
     daemon = WeightCacheDaemon(
         bind_router(zmq.Context.instance(), daemon_address()), WeightStore(SEGMENT_PREFIX)
     )
-
-    def stop(signum, frame) -> None:
-        daemon.stop_requested = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     try:
-        daemon.serve()
+        run(daemon, signals=(signal.SIGTERM, signal.SIGINT))
     finally:
-        daemon.close()
-        if os.path.exists(socket_path):
-            os.unlink(socket_path)
+        if os.path.exists(socket_path()):
+            os.unlink(socket_path())
 
 
 if __name__ == "__main__":

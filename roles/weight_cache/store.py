@@ -9,9 +9,9 @@ import logging
 import threading
 import time
 
-from roles.weight_cache.identity import ModelIdentity, identity_of
-from roles.weight_cache.messages import CacheEntryInfo, WeightAnswer
-from roles.weight_cache.segment import write_segment
+from roles.shared_weights.identity import ModelIdentity, identity_of
+from roles.shared_weights.messages import CacheEntryInfo, WeightAnswer
+from roles.shared_weights.segment import write_segment
 
 log = logging.getLogger("roleserve.weight_cache")
 
@@ -37,22 +37,19 @@ class Entry:
 
 
 def load_answer(identity: ModelIdentity, segment_prefix: str) -> tuple[WeightAnswer, object, int]:
-    """Load, convert to the execution format, and copy into a fresh segment."""
-    from roles.scheduler.eos_ids import eos_token_ids
-    from roles.scheduler.models.llama import load_model
-    from roles.scheduler.models.model_state import model_state
+    """Open the checkpoint once, convert it to the execution format, and copy the tensors into a fresh segment."""
+    from roles.weight_format.execution_format import load_execution_weights
 
-    model, shape = load_model(identity.path, weight_dtype=identity.weight_dtype)
-    state = model_state(model)
+    converted = load_execution_weights(identity.path, identity.weight_dtype)
     name = f"{segment_prefix}{identity.key}"
-    segment, entries = write_segment(name, state)
-    eos = sorted(eos_token_ids(model, identity.path))
-    answer = WeightAnswer(identity, name, entries, dataclasses.asdict(shape), eos)
+    segment, entries = write_segment(name, converted.state)
+    eos = sorted(converted.eos_token_ids)
+    answer = WeightAnswer(identity, name, entries, dataclasses.asdict(converted.shape), eos)
     return answer, segment, sum(e.nbytes for e in entries)
 
 
 def _return_freed_memory() -> None:
-    """Hand the heap that held the loaded model back to the kernel, so the daemon keeps one copy only."""
+    """Hand the heap that held the converted tensors back to the kernel, so the daemon keeps one copy only."""
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -68,6 +65,7 @@ class WeightStore:
         self.entries: dict[str, Entry] = {}
         self.loading: dict[str, threading.Thread] = {}
         self.failures: dict[str, str] = {}
+        self.closed = False  # after drop(None) at exit: a load that ends later unlinks its segment at once
         self.lock = threading.Lock()
 
     def check_current(self, identity: ModelIdentity) -> str | None:
@@ -103,7 +101,7 @@ class WeightStore:
         started = time.monotonic()
         try:
             answer, segment, nbytes = load_answer(identity, self.segment_prefix)
-            _return_freed_memory()  # the loaded model was copied into the segment and dropped
+            _return_freed_memory()  # the converted tensors were copied into the segment and dropped
         except Exception as error:  # reported to every waiting scheduler, which then falls back or fails
             log.error("loading %s failed: %s", identity.path, error)
             with self.lock:
@@ -120,9 +118,19 @@ class WeightStore:
                 answer.segment,
             )
             with self.lock:
-                self.entries[identity.key] = Entry(answer, segment, nbytes, time.time(), seconds)
                 self.loading.pop(identity.key, None)
+                if self.closed:
+                    segment.close()
+                    segment.unlink()
+                else:
+                    self.entries[identity.key] = Entry(answer, segment, nbytes, time.time(), seconds)
         on_done(identity)
+
+    def close(self) -> None:
+        """Unlink every segment, now and of any load still running."""
+        with self.lock:
+            self.closed = True
+        self.drop(None)
 
     def drop(self, key: str | None) -> list[str]:
         with self.lock:

@@ -62,7 +62,8 @@ class ServeProcess:
             env=env,
             start_new_session=True,  # its own process group: cleanup can reach every child
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         if wait:
             self.wait_ready()
         return self
@@ -92,6 +93,13 @@ class ServeProcess:
 
     def wait_exit(self, timeout_s: float = 60) -> int:
         return self.process.wait(timeout_s)
+
+    def output_to_the_end(self, timeout_s: float = 60) -> str:
+        """All output, once every process holding the pipe has exited: the server, its children and
+        multiprocessing's resource tracker, which reports leaked shared memory when the server is gone."""
+        self._reader.join(timeout_s)
+        assert not self._reader.is_alive(), f"output still open {timeout_s}s after:\n{self.output}"
+        return self.output
 
     def stop(self) -> None:
         if self.process is None:

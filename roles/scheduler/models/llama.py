@@ -10,46 +10,40 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from roles.model_files.gguf_checkpoint import GGUFCheckpoint
-from roles.model_files.hf_checkpoint import HFCheckpoint
-from roles.model_files.model_path import is_gguf, resolve_model_path
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.forward_batch import ForwardBatch
 from roles.scheduler.kv_cache import KVCache
 from roles.scheduler.models.paged_attention import PagedAttentionPlan
-from roles.scheduler.models.quantized_linear import WEIGHT_DTYPES, make_linear, runnable_weight_dtype
+from roles.scheduler.models.quantized_linear import has_linear, linear_for, runnable_weight_dtype
 from roles.scheduler.models.rotary import RotaryEmbedding, apply_rotary
-from roles.scheduler.models.weight_sources import GGUFWeights, HFWeights, WeightSource, as_weight_source
+from roles.scheduler.models.state_loading import load_state, meta
+from roles.weight_format.execution_format import load_execution_weights
+from roles.weight_format.linear_tensors import WEIGHT_DTYPES
 
 
-def _frozen(tensor: torch.Tensor) -> nn.Parameter:
-    return nn.Parameter(tensor.contiguous(), requires_grad=False)
+def _vector(size: int) -> nn.Parameter:
+    return nn.Parameter(meta((size,)), requires_grad=False)
 
 
 class LlamaDecoderLayer(nn.Module):
-    def __init__(self, shape: ModelShape, index: int, weights: WeightSource, weight_dtype: str):
+    def __init__(self, shape: ModelShape, index: int, state: dict[str, torch.Tensor]):
         super().__init__()
-        prefix = f"model.layers.{index}."
+        prefix = f"layers.{index}."
         self.index = index
         self.eps = shape.rms_norm_eps
         self.num_heads, self.num_kv_heads, self.head_dim = shape.num_heads, shape.num_kv_heads, shape.head_dim
         self.scale = shape.head_dim**-0.5
         self.q_size = shape.num_heads * shape.head_dim
         self.kv_size = shape.num_kv_heads * shape.head_dim
-        self.input_norm = _frozen(weights.float_tensor(prefix + "input_layernorm.weight"))
-        self.post_attention_norm = _frozen(weights.float_tensor(prefix + "post_attention_layernorm.weight"))
-        # Fused projections: one matmul for Q|K|V and one for gate|up, fewer ops per layer.
-        attn = prefix + "self_attn."
-        self.qkv_proj = make_linear(
-            weights, [attn + "q_proj.weight", attn + "k_proj.weight", attn + "v_proj.weight"], weight_dtype
-        )
-        self.o_proj = make_linear(weights, [attn + "o_proj.weight"], weight_dtype)
-        mlp = prefix + "mlp."
-        self.gate_up_proj = make_linear(
-            weights, [mlp + "gate_proj.weight", mlp + "up_proj.weight"], weight_dtype
-        )
-        self.down_proj = make_linear(weights, [mlp + "down_proj.weight"], weight_dtype)
         self.intermediate_size = shape.intermediate_size
+        hidden, inter = shape.hidden_size, shape.intermediate_size
+        self.input_norm = _vector(hidden)
+        self.post_attention_norm = _vector(hidden)
+        # Fused projections: one matmul for Q|K|V and one for gate|up, fewer ops per layer.
+        self.qkv_proj = linear_for(state, prefix + "qkv_proj.", self.q_size + 2 * self.kv_size, hidden)
+        self.o_proj = linear_for(state, prefix + "o_proj.", hidden, self.q_size)
+        self.gate_up_proj = linear_for(state, prefix + "gate_up_proj.", 2 * inter, hidden)
+        self.down_proj = linear_for(state, prefix + "down_proj.", hidden, inter)
 
     def forward(self, hidden, cos, sin, plan: PagedAttentionPlan, kv: KVCache) -> torch.Tensor:
         """hidden (T, hidden_size) -> (T, hidden_size)."""
@@ -67,41 +61,31 @@ class LlamaDecoderLayer(nn.Module):
 
 
 class LlamaForCausalLM(nn.Module):
-    """Built from a ModelShape and HF-named weights (a dict of tensors or a WeightSource)."""
+    """Built from a ModelShape with placeholders; ``model_from_state`` loads the converted tensors into it.
 
-    def __init__(self, shape: ModelShape, weights, weight_dtype: str = "exact"):
+    The converted state (``roles.weight_format.execution_format``) tells which kind each linear is (packed
+    blocks, float32, int8, int4) and whether the head is its own matrix; the shape gives every size."""
+
+    def __init__(self, shape: ModelShape, state: dict[str, torch.Tensor], weight_dtype: str = "exact"):
         super().__init__()
         if weight_dtype not in WEIGHT_DTYPES:
             raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
-        weight_dtype = runnable_weight_dtype(weight_dtype)
-        weights = as_weight_source(weights)
         self.shape = shape
         self.weight_dtype = weight_dtype
         self.queries_per_kv = shape.num_heads // shape.num_kv_heads
+        vocab, hidden = shape.vocab_size, shape.hidden_size
         # auto: the embedding table stays in the file's format and serves lookups and the tied head;
         # the other modes keep a float32 table.
         self.embedding = None
         self.embed_tokens = None
-        if weight_dtype == "auto":
-            self.embedding = make_linear(weights, ["model.embed_tokens.weight"], "auto")
+        if has_linear(state, "embedding."):
+            self.embedding = linear_for(state, "embedding.", vocab, hidden)
         else:
-            self.embed_tokens = _frozen(weights.float_tensor("model.embed_tokens.weight"))
-        self.layers = nn.ModuleList(
-            LlamaDecoderLayer(shape, i, weights, weight_dtype) for i in range(shape.num_layers)
-        )
-        self.norm = _frozen(weights.float_tensor("model.norm.weight"))
-        head_name = "lm_head.weight"
-        if shape.tie_word_embeddings or not weights.has(head_name):
-            head_name = "model.embed_tokens.weight"
-        if weight_dtype in ("auto", "exact") and head_name == "model.embed_tokens.weight":
-            self.lm_head = None  # tied: reuse the embedding matrix, no second copy
-        elif weight_dtype == "auto":
-            self.lm_head = make_linear(weights, [head_name], "auto")
-        else:
-            # The vocabulary projection stays int8 even in int4 mode: GGUFs keep it at 8 bits or more (Q8_0
-            # here), and int4 would add error the file itself does not have.
-            head_dtype = "int8" if weight_dtype != "exact" else "exact"
-            self.lm_head = make_linear(weights, [head_name], head_dtype, prefer_raw=False)
+            self.embed_tokens = nn.Parameter(meta((vocab, hidden)), requires_grad=False)
+        self.layers = nn.ModuleList(LlamaDecoderLayer(shape, i, state) for i in range(shape.num_layers))
+        self.norm = _vector(hidden)
+        # None: tied, the embedding matrix serves as the head (no second copy).
+        self.lm_head = linear_for(state, "lm_head.", vocab, hidden) if has_linear(state, "lm_head.") else None
         self.rotary = RotaryEmbedding(shape.head_dim, shape.rope_theta, shape.rope_scaling)
         self._native_decode = None  # NativeDecodePlan, built at the first decode step (weights in place)
 
@@ -160,19 +144,26 @@ class LlamaForCausalLM(nn.Module):
         return self.vocab_logits(hidden)
 
 
+def model_from_state(
+    shape: ModelShape, weight_dtype: str, state: dict[str, torch.Tensor]
+) -> LlamaForCausalLM:
+    """The model of ``shape`` holding the state's tensors themselves (no copy): read from the checkpoint, or
+    mapped from the weight cache's shared memory."""
+    model = LlamaForCausalLM(shape, state, weight_dtype)
+    load_state(model, state)
+    return model.eval()
+
+
 def load_model(
     path: str, weight_dtype: str = "exact", threads: int | None = None
 ) -> tuple[LlamaForCausalLM, ModelShape]:
-    """Resolve ``path`` (alias, .gguf or HF folder), read its weights and build the model in eval mode."""
+    """Resolve ``path`` (alias, .gguf or HF folder), convert its weights and build the model in eval mode."""
     if threads is not None:
         torch.set_num_threads(threads)
-    resolved = resolve_model_path(path)
-    if is_gguf(resolved):
-        checkpoint = GGUFCheckpoint(resolved)
-        weights: WeightSource = GGUFWeights(checkpoint)
-    else:
-        checkpoint = HFCheckpoint(resolved)
-        weights = HFWeights(checkpoint)
-    shape = checkpoint.shape()
-    model = LlamaForCausalLM(shape, weights, weight_dtype).eval()
-    return model, shape
+    if weight_dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
+    weight_dtype = runnable_weight_dtype(weight_dtype)
+    converted = load_execution_weights(path, weight_dtype)
+    model = model_from_state(converted.shape, weight_dtype, converted.state)
+    model.eos_token_ids = converted.eos_token_ids
+    return model, converted.shape

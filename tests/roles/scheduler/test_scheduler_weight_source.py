@@ -44,7 +44,9 @@ def test_daemon_down_with_fail_policy_stops_the_scheduler(tmp_path):
         shared_model_or_none(link_to(f"ipc://{tmp_path}/down", tmp_path), config)
 
 
-def test_cache_disabled_never_asks(tmp_path):
+def test_cache_disabled_never_asks(tmp_path, caplog):
+    """Given a daemon address that is down and the fail policy: asking at all would stop the scheduler."""
     tiny = write_tiny_llama(tmp_path / "tiny")
-    config = scheduler_config(tiny, "weight_cache.enabled=false")
-    assert shared_model_or_none(link_to(None, tmp_path), config) is None
+    config = scheduler_config(tiny, "weight_cache.enabled=false", "weight_cache.on_unavailable=fail")
+    assert shared_model_or_none(link_to(f"ipc://{tmp_path}/down", tmp_path), config) is None
+    assert "weight cache" not in caplog.text

@@ -4,7 +4,7 @@ import stat
 import pytest
 import torch
 
-from roles.weight_cache.segment import MappedSegment, segment_exists, write_segment
+from roles.shared_weights.segment import MappedSegment, segment_exists, write_segment
 
 
 def test_tensors_round_trip_read_only_and_owner_only():

@@ -12,27 +12,27 @@ import logging
 import numpy as np
 import pytest
 import torch
-from gguf import GGMLQuantizationType
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize
 
 from roles.model_files.gguf_checkpoint import RawQuantTensor
 from roles.scheduler.kernels import native
 from roles.scheduler.models import quantized_linear
 from roles.scheduler.models.llama import load_model
-from roles.scheduler.models.packed_linear import PackedLinear, pack_gguf_blocks
+from roles.scheduler.models.packed_linear import PackedLinear
+from roles.weight_format.gguf_blocks import pack_gguf_blocks
 from tests.paged_greedy import forced_decode_logits, greedy_decode, greedy_decode_with_logits
 from tests.tiny_checkpoint import write_tiny_llama
 
 pytestmark = pytest.mark.skipif(native.unavailable_reason() is not None, reason="CPU kernels unavailable")
-
-_BLOCK_BYTES = {"Q4_0": 18, "Q4_1": 20, "Q8_0": 34}
 
 
 def random_blocks(type_name: str, rows: int, cols: int, seed: int) -> np.ndarray:
     """Valid GGUF blocks: finite float16 scale (and min), random codes."""
     rng = np.random.default_rng(seed)
     groups = cols // 32
-    blocks = rng.integers(0, 256, size=(rows, groups, _BLOCK_BYTES[type_name]), dtype=np.uint8)
+    block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType[type_name]][1]
+    blocks = rng.integers(0, 256, size=(rows, groups, block_bytes), dtype=np.uint8)
     blocks[..., 0:2] = rng.uniform(0.001, 0.05, (rows, groups, 1)).astype(np.float16).view(np.uint8)
     if type_name == "Q4_1":
         blocks[..., 2:4] = rng.uniform(-0.3, 0.1, (rows, groups, 1)).astype(np.float16).view(np.uint8)

@@ -8,14 +8,11 @@ import torch
 from roles.model_files.gguf_checkpoint import GGUFCheckpoint
 from roles.model_files.model_path import resolve_model_path
 from roles.scheduler.models.llama import load_model
-from roles.scheduler.models.quantized_linear import (
-    Int4Linear,
-    Int8Linear,
-    make_linear,
-    q4_1_to_int4_parts,
-    quantize_int4_groups,
-)
-from roles.scheduler.models.weight_sources import GGUFWeights, WeightSource
+from roles.scheduler.models.quantized_linear import Int4Linear, Int8Linear, linear_for
+from roles.scheduler.models.state_loading import load_state
+from roles.weight_format.gguf_blocks import q4_1_to_int4_parts
+from roles.weight_format.linear_tensors import linear_tensors, quantize_int4_groups
+from roles.weight_format.weight_sources import GGUFWeights, WeightSource
 from tests.paged_greedy import forced_decode_logits, greedy_decode_with_logits
 
 PROMPTS = [  # token ids of four short English/code/number prompts
@@ -55,8 +52,10 @@ def test_float_weights_quantise_within_half_a_step():
 @pytest.mark.parametrize("mode, kind", [("int8", Int8Linear), ("int4", Int4Linear)])
 def test_quantised_linear_is_close_to_float(mode, kind):
     weight = torch.randn(96, 128) * 0.05
-    linear = make_linear(WeightSource({"w": weight}), ["w"], mode)
+    tensors = linear_tensors(WeightSource({"w": weight}), ["w"], mode)
+    linear = linear_for(tensors, "", 96, 128)
     assert isinstance(linear, kind)
+    load_state(linear, tensors)
     for rows in (3, 100):  # the int kernel path and the dequantise-then-matmul path
         x = torch.randn(rows, 128)
         expected = x @ weight.T

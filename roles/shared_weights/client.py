@@ -1,21 +1,24 @@
-"""The scheduler's side of the weight cache: ask for an identity, map its segment read-only, rebuild the model.
+"""The client side of the weight cache: ask the daemon, map an identity's segment read-only.
 
-Any failure (daemon down, stale file, load error) is either a clear error or a fallback to loading from
-disk, as weight_cache.on_unavailable says; never wrong weights: the identity names file, size, mtime,
-weight mode and format version, and the daemon re-checks the file before answering.
+Any failure (daemon down, stale file, load error) is a WeightCacheUnavailable that the scheduler turns into
+a clear error or a fallback to loading from disk, as weight_cache.on_unavailable says; never wrong weights:
+the identity names file, size, mtime, weight mode and format version, and the daemon re-checks the file
+before answering. The scheduler builds its own model around the mapped tensors.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
+import torch
 import zmq
 
 from roles.model_files.model_path import resolve_model_path
 from roles.model_files.model_shape import ModelShape
-from roles.weight_cache.identity import identity_of
-from roles.weight_cache.messages import Ping, Pong, WeightAnswer, WeightQuery, cache_decoder, cache_encoder
-from roles.weight_cache.segment import MappedSegment
+from roles.shared_weights.identity import identity_of
+from roles.shared_weights.messages import Ping, Pong, WeightAnswer, WeightQuery, cache_decoder, cache_encoder
+from roles.shared_weights.segment import MappedSegment
 
 log = logging.getLogger("roleserve.weight_cache")
 
@@ -39,12 +42,20 @@ def ask(context: zmq.Context, address: str, message, timeout_s: float):
         socket.close(0)
 
 
-def load_shared_model(
-    context: zmq.Context, address: str, model_path: str, weight_dtype: str, load_timeout_s: float = 900
-):
-    """(model, shape, eos ids) whose tensors live in the daemon's shared memory."""
-    from roles.scheduler.models.model_state import model_from_state
+@dataclass
+class SharedWeights:
+    """An identity's converted tensors, mapped; they stay valid while ``segment`` is referenced."""
 
+    shape: ModelShape
+    tensors: dict[str, torch.Tensor]
+    eos_token_ids: list[int]
+    segment: MappedSegment
+
+
+def map_shared_weights(
+    context: zmq.Context, address: str, model_path: str, weight_dtype: str, load_timeout_s: float = 900
+) -> SharedWeights:
+    """The tensors of ``model_path`` converted to ``weight_dtype``, in the daemon's shared memory (no copy)."""
     if not isinstance(ask(context, address, Ping(), timeout_s=5), Pong):
         raise WeightCacheUnavailable(f"unexpected answer from {address}")
     identity = identity_of(str(resolve_model_path(model_path)), weight_dtype)
@@ -54,9 +65,7 @@ def load_shared_model(
     if answer.identity != identity:
         raise WeightCacheUnavailable("the daemon answered for another model identity")
     mapped = MappedSegment(answer.segment)
-    shape = ModelShape(**answer.shape)
-    model = model_from_state(shape, weight_dtype, mapped.tensors(answer.tensors))
-    model.weight_segment = mapped  # the mapping lives as long as the model
-    model.eos_token_ids = list(answer.eos_token_ids)
     log.info("weights of %s mapped from %s (no copy)", model_path, answer.segment)
-    return model, shape
+    return SharedWeights(
+        ModelShape(**answer.shape), mapped.tensors(answer.tensors), list(answer.eos_token_ids), mapped
+    )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from roles.weight_cache.identity import ModelIdentity
-from roles.weight_cache.segment import TensorEntry
+from roles.shared_weights.identity import ModelIdentity
+from roles.shared_weights.segment import TensorEntry
 
 
 class Ping(msgspec.Struct, tag=True):

@@ -1,0 +1,91 @@
+"""A checkpoint converted into the execution format: every tensor of the scheduler's Llama, by state name.
+
+    embedding.<linear leaves>      auto: the embedding table in the file's format (lookups and tied head)
+    embed_tokens                   other modes: float32 (vocab, hidden)
+    layers.<i>.input_norm, layers.<i>.post_attention_norm          float32 (hidden,)
+    layers.<i>.qkv_proj.<leaves>   Q|K|V stacked;  layers.<i>.o_proj.<leaves>
+    layers.<i>.gate_up_proj.<leaves> gate|up stacked;  layers.<i>.down_proj.<leaves>
+    norm                           float32 (hidden,)
+    lm_head.<leaves>               only when the head is not the embedding table reused as is
+
+Linear leaves and kinds: ``linear_tensors``. The scheduler builds its model from the ModelShape and loads
+these tensors into it; the weight_cache_daemon shares them without building any module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from roles.model_files.checkpoint import open_checkpoint
+from roles.model_files.gguf_checkpoint import GGUFCheckpoint
+from roles.model_files.model_shape import ModelShape
+from roles.weight_format.linear_tensors import WEIGHT_DTYPES, linear_tensors
+from roles.weight_format.weight_sources import GGUFWeights, HFWeights, WeightSource, as_weight_source
+
+EMBEDDING = "model.embed_tokens.weight"
+
+
+@dataclass
+class ExecutionWeights:
+    shape: ModelShape
+    state: dict[str, torch.Tensor]
+    eos_token_ids: list[int]
+
+
+def _float(weights: WeightSource, name: str) -> torch.Tensor:
+    return weights.float_tensor(name).contiguous()
+
+
+def _head(shape: ModelShape, weights: WeightSource, weight_dtype: str) -> dict[str, torch.Tensor]:
+    """The vocabulary projection's tensors; none when auto or exact reuse the embedding table (tied)."""
+    name = "lm_head.weight"
+    if shape.tie_word_embeddings or not weights.has(name):
+        name = EMBEDDING
+    if weight_dtype in ("auto", "exact"):
+        return {} if name == EMBEDDING else linear_tensors(weights, [name], weight_dtype)
+    # int8 and int4 keep the head at 8 bits: GGUFs keep it at 8 bits or more (Q8_0 here), and int4 would
+    # add error the file itself does not have.
+    return linear_tensors(weights, [name], "int8", prefer_raw=False)
+
+
+def execution_state(shape: ModelShape, weights, weight_dtype: str) -> dict[str, torch.Tensor]:
+    """Every tensor of the model in ``weight_dtype``'s format, from HF-named weights (dict or WeightSource)."""
+    if weight_dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
+    weights = as_weight_source(weights)
+    state: dict[str, torch.Tensor] = {}
+
+    def put(prefix: str, tensors: dict[str, torch.Tensor]) -> None:
+        state.update({prefix + leaf: tensor for leaf, tensor in tensors.items()})
+
+    if weight_dtype == "auto":
+        put("embedding.", linear_tensors(weights, [EMBEDDING], "auto"))
+    else:
+        state["embed_tokens"] = _float(weights, EMBEDDING)
+    for index in range(shape.num_layers):
+        source, ours = f"model.layers.{index}.", f"layers.{index}."
+        state[ours + "input_norm"] = _float(weights, source + "input_layernorm.weight")
+        state[ours + "post_attention_norm"] = _float(weights, source + "post_attention_layernorm.weight")
+        attn, mlp = source + "self_attn.", source + "mlp."
+        qkv = [attn + "q_proj.weight", attn + "k_proj.weight", attn + "v_proj.weight"]
+        put(ours + "qkv_proj.", linear_tensors(weights, qkv, weight_dtype))
+        put(ours + "o_proj.", linear_tensors(weights, [attn + "o_proj.weight"], weight_dtype))
+        gate_up = [mlp + "gate_proj.weight", mlp + "up_proj.weight"]
+        put(ours + "gate_up_proj.", linear_tensors(weights, gate_up, weight_dtype))
+        put(ours + "down_proj.", linear_tensors(weights, [mlp + "down_proj.weight"], weight_dtype))
+    state["norm"] = _float(weights, "model.norm.weight")
+    put("lm_head.", _head(shape, weights, weight_dtype))
+    return state
+
+
+def load_execution_weights(path: str, weight_dtype: str) -> ExecutionWeights:
+    """Open the checkpoint at ``path`` once and convert it: shape, tensors and eos ids."""
+    checkpoint = open_checkpoint(path)
+    if isinstance(checkpoint, GGUFCheckpoint):
+        weights: WeightSource = GGUFWeights(checkpoint)
+    else:
+        weights = HFWeights(checkpoint)
+    shape = checkpoint.shape()
+    return ExecutionWeights(shape, execution_state(shape, weights, weight_dtype), checkpoint.eos_token_ids())
