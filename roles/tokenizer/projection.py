@@ -2,4 +2,4 @@
 
 from runtime_context.projections import declare_projection
 
-PROJECTION = declare_projection("tokenizer", ("model", "http", "tokenizer", "schedule", "observability"))
+PROJECTION = declare_projection("tokenizer", ("model", "http", "tokenizer", "observability"))

@@ -6,8 +6,8 @@ import openai
 import pytest
 from serve_harness import ServeProcess
 
+from roles.protocol import SamplingFields
 from roles.scheduler.engine import Engine, EngineConfig
-from roles.scheduler.request import SamplingParams
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 
 PROMPT = "The three primary colors are"
@@ -25,7 +25,7 @@ def test_served_greedy_completion_equals_the_in_process_engine(server):
     served = client.completions.create(model="smollm2", prompt=PROMPT, max_tokens=24, temperature=0)
     tokenizer = load_text_tokenizer("smollm2")
     engine = Engine(EngineConfig(model_path="smollm2", kv_cache_tokens=2048, max_running_requests=2))
-    [ids] = engine.generate([tokenizer.encode(PROMPT)], SamplingParams(temperature=0, max_tokens=24))
+    [ids] = engine.generate([tokenizer.encode(PROMPT)], SamplingFields(temperature=0, max_tokens=24))
     expected = tokenizer.decode([i for i in ids if i not in engine.eos_token_ids])
     assert served.choices[0].text == expected
     assert served.usage.completion_tokens == len(ids)

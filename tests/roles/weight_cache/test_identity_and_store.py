@@ -4,10 +4,10 @@ import time
 import pytest
 import zmq
 
+from roles.protocol import SamplingFields
 from roles.scheduler.engine import Engine, EngineConfig
 from roles.scheduler.models.llama import load_model
 from roles.scheduler.models.model_state import model_from_state, model_state
-from roles.scheduler.request import SamplingParams
 from roles.weight_cache.client import WeightCacheUnavailable, load_shared_model
 from roles.weight_cache.identity import identity_of
 from roles.weight_cache.store import WeightStore
@@ -31,7 +31,7 @@ def test_identity_names_file_state_mode_and_format(tiny):
 def test_model_rebuilt_from_converted_state_decodes_identically(tiny, weight_dtype):
     model, shape = load_model(str(tiny), weight_dtype=weight_dtype)
     rebuilt = model_from_state(shape, weight_dtype, {k: v.clone() for k, v in model_state(model).items()})
-    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    params = SamplingFields(temperature=0, max_tokens=24, ignore_eos=True)
     config = EngineConfig(model_path=str(tiny), weight_dtype=weight_dtype, kv_cache_tokens=2048)
     prompts = [[5, 6, 7, 8], [40, 41]]
     ours = Engine(config, (model, shape)).generate(prompts, params)
