@@ -14,6 +14,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from roles.protocol import SamplingFields
+from roles.tokenizer.engine_client import EngineClient
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.generation import (
     ChoiceResult,
@@ -102,9 +103,7 @@ async def run_flow(state: FrontState, request: Request, spec: FlowSpec, record: 
         started = await _unless_disconnected(
             state, request, start_choices(state.client, _choice_requests(spec))
         )
-        return StreamingResponse(
-            _sse(state, spec, started, started_at, record), media_type="text/event-stream"
-        )
+        return _ChoicesStream(_sse(state, spec, started, started_at, record), state.client, started)
     results = await _unless_disconnected(state, request, _start_and_collect(state, spec, started_at))
     num_tokens = sum(r.num_tokens for r in results)
     record.note_results(num_tokens, [r.finish_reason for r in results])
@@ -130,6 +129,9 @@ async def _unless_disconnected(state: FrontState, request: Request, work: Corout
         done, _ = await asyncio.wait(
             {task, watcher}, timeout=state.settings.request_timeout_s, return_when=asyncio.FIRST_COMPLETED
         )
+    except BaseException:  # we were cancelled ourselves: so is the work
+        task.cancel()
+        raise
     finally:
         watcher.cancel()
     if task in done:
@@ -139,6 +141,23 @@ async def _unless_disconnected(state: FrontState, request: Request, work: Corout
     if watcher in done:
         raise OpenAIError(499, "client closed the request", code="client_closed_request")
     raise OpenAIError(503, f"request timed out after {state.settings.request_timeout_s}s", code="timeout")
+
+
+class _ChoicesStream(StreamingResponse):
+    """SSE of started choices; however it ends (even before its first chunk, which leaves the body's own
+    cleanup unrun), whatever still runs in the scheduler is aborted (a no-op for the choices that ended)."""
+
+    def __init__(self, body: AsyncIterator[bytes], client: EngineClient, started: list[StartedChoice]):
+        super().__init__(body, media_type="text/event-stream")
+        self.client = client
+        self.started = started
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            for choice in self.started:
+                await self.client.abort(choice.request_id)
 
 
 async def _observe_first_token(state: FrontState, deltas: AsyncIterator[Delta], started: float):

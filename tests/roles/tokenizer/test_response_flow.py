@@ -5,12 +5,14 @@ Real EngineClient over real ZMQ, the bundled tokenizer, a scripted scheduler at 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 
 import httpx
 import pytest
 from scheduler_peer import FrontWithPeer, Tokens
+from starlette.requests import ClientDisconnect
 
 from roles.protocol import Overloaded
 from roles.tokenizer.app import create_app
@@ -108,3 +110,45 @@ def test_no_log_line_unless_log_requests_is_on(tokenizer, caplog):
         response, _ = serve_one(tokenizer, lambda g: Tokens([5], "length"), "/v1/completions", body)
     assert response.status_code == 200
     assert not [r for r in caplog.records if r.name == "roleserve.requests"]
+
+
+def test_a_stream_whose_client_left_before_the_first_chunk_still_aborts_its_choices(tokenizer):
+    body = {"model": "smollm2", "prompt": "Hi", "stream": True, "n": 2}
+
+    async def scenario():
+        async with FrontWithPeer(tokenizer, lambda g: Tokens([5, 6], None)) as front:  # never finish
+            app = create_app(front.state)
+            request = json.dumps(body).encode()
+            messages = [{"type": "http.request", "body": request, "more_body": False}]
+
+            async def receive():
+                return messages.pop(0) if messages else await asyncio.Event().wait()
+
+            async def send(message):
+                if message["type"] == "http.response.start":
+                    raise OSError("the client is gone")
+
+            scope = {
+                "type": "http",
+                "asgi": {"version": "3.0", "spec_version": "2.4"},
+                "http_version": "1.1",
+                "method": "POST",
+                "scheme": "http",
+                "path": "/v1/completions",
+                "raw_path": b"/v1/completions",
+                "query_string": b"",
+                "root_path": "",
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"authorization", f"Bearer {KEY}".encode()),
+                ],
+                "server": ("front", 80),
+                "client": ("test", 1),
+            }
+            with contextlib.suppress(OSError, ClientDisconnect):
+                await app(scope, receive, send)
+            aborted = await front.wait_for_aborts(2)
+            assert sorted(aborted) == sorted(g.request_id for g in front.peer.generates)
+            assert front.state.client.num_in_flight == 0
+
+    asyncio.run(scenario())
