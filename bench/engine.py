@@ -22,8 +22,8 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from roles.model_files.model_path import resolve_model_path  # noqa: E402
+from roles.protocol import SamplingFields  # noqa: E402
 from roles.scheduler.engine import Engine, EngineConfig  # noqa: E402
-from roles.scheduler.request import SamplingParams  # noqa: E402
 
 CONCURRENCIES = (8, 32)
 
@@ -47,14 +47,14 @@ def bench_ours(args, num_new: int) -> dict[str, float]:
         )
     )
     print(f"ours: loaded in {time.perf_counter() - started:.1f}s", flush=True)
-    engine.generate(make_prompts(2, seed=99), SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))
+    engine.generate(make_prompts(2, seed=99), SamplingFields(temperature=0, max_tokens=4, ignore_eos=True))
     runs = [measure_ours(engine, num_new) for _ in range(args.repeat)]
     print(f"ours: stats {engine.stats()}", flush=True)
     return best_of(runs)
 
 
 def measure_ours(engine: Engine, num_new: int) -> dict[str, float]:
-    params = SamplingParams(temperature=0, max_tokens=num_new, ignore_eos=True)
+    params = SamplingFields(temperature=0, max_tokens=num_new, ignore_eos=True)
     results: dict[str, float] = {}
     engine.add_request(f"single-{time.monotonic()}", make_prompts(1, seed=1)[0], params)
     started = time.perf_counter()
@@ -77,7 +77,7 @@ def measure_ours(engine: Engine, num_new: int) -> dict[str, float]:
 
     prompts = make_prompts(32, seed=7)
     started = time.perf_counter()
-    engine.generate(prompts, SamplingParams(temperature=0, max_tokens=1, ignore_eos=True))
+    engine.generate(prompts, SamplingFields(temperature=0, max_tokens=1, ignore_eos=True))
     results["prefill_tok_s"] = sum(len(p) for p in prompts) / (time.perf_counter() - started)
     return results
 

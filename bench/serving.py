@@ -145,8 +145,8 @@ def engine_tok_s(
     concurrency: int, num_requests: int, prompt_len: int, output_len: int, seed: int, weight_dtype: str
 ) -> float:
     """The same requests on the in-process engine, `concurrency` at a time."""
+    from roles.protocol import SamplingFields
     from roles.scheduler.engine import Engine, EngineConfig
-    from roles.scheduler.request import SamplingParams
 
     engine = Engine(
         EngineConfig(
@@ -157,9 +157,9 @@ def engine_tok_s(
             enable_prefix_cache=True,
         )
     )
-    params = SamplingParams(temperature=0, max_tokens=output_len, ignore_eos=True)
+    params = SamplingFields(temperature=0, max_tokens=output_len, ignore_eos=True)
     prompts = make_prompts(num_requests, prompt_len, seed * 1000 + concurrency)
-    engine.generate([prompts[0][:8]], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))
+    engine.generate([prompts[0][:8]], SamplingFields(temperature=0, max_tokens=4, ignore_eos=True))
     started = time.perf_counter()
     for start in range(0, num_requests, concurrency):
         engine.generate(prompts[start : start + concurrency], params)

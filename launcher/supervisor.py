@@ -80,7 +80,7 @@ class Supervisor:
             elif isinstance(message, InspectReply):
                 self.gatherer.on_reply(sender, message)
             elif isinstance(message, Heartbeat):
-                pass  # liveness comes from the processes' exit codes; heartbeats are accepted, not yet used
+                pass  # pure liveness (role, instance); deaths are seen from exit codes for now
         self.gatherer.tick()
 
     def on_ready(self, name: str, message: Ready) -> None:

@@ -94,11 +94,12 @@ class ChildLink:
             )
         )
 
-    def heartbeat(self, load: dict[str, int] | None = None, every_s: float = 1.0) -> None:
+    def heartbeat(self, every_s: float = 1.0) -> None:
+        """Tell the launcher this process is alive; cheap to call every loop turn (sends once per every_s)."""
         now = time.monotonic()
         if now - self._last_heartbeat >= every_s:
             self._last_heartbeat = now
-            self.control.send(encode(Heartbeat(self.spec.role, self.spec.instance, load or {})))
+            self.control.send(encode(Heartbeat(self.spec.role, self.spec.instance)))
 
     def handle_control_frame(self, frame: bytes) -> None:
         message = self.frames.decode(control_decoder, frame)

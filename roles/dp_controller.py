@@ -1,7 +1,9 @@
 """The dp_controller role: dispatch requests to scheduler replicas, route aborts to the owning replica.
 
 round_robin cycles through replicas; shortest_queue picks the replica with the fewest requests it owns
-(dispatched and not yet reported finished), which is exact without waiting for load reports.
+(dispatched, not aborted, and not yet reported finished or refused in a replica's LoadReport), which is
+exact without waiting for load reports. Each replica admits on its own queue and answers a request it
+cannot hold with Overloaded straight to the tokenizer.
 """
 
 from __future__ import annotations
@@ -93,5 +95,6 @@ def main(link: ChildLink) -> None:
                 elif isinstance(message, Abort):
                     replica = dispatcher.owner_of(message.request_id)
                     if replica is not None:
+                        dispatcher.forget(message.request_id)  # it leaves the replica's queue now
                         replicas[replica].send(encode(message))
-        link.heartbeat({"num_owned": sum(dispatcher.num_owned), "num_dropped_frames": frames.num_dropped})
+        link.heartbeat()

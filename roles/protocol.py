@@ -3,10 +3,15 @@
 Channels:
   control   launcher ROUTER  <-> every child's DEALER: Ready, Heartbeat, InspectQuery/InspectReply, Shutdown
   requests  tokenizer -> (dp_controller ->) scheduler: Generate, Abort
-  results   scheduler -> tokenizer[i]: TokenBatch;  scheduler -> dp_controller: LoadReport
+  results   scheduler -> tokenizer[i]: TokenBatch, Overloaded, LoadReport;  scheduler -> dp_controller: LoadReport
+
+SamplingFields is the one declaration of the sampling options: their names, defaults and bounds. The HTTP front
+validates a request's options against it once (``validate_sampling``); the engine reads the same struct.
 """
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import msgspec
 
@@ -20,9 +25,10 @@ class Ready(msgspec.Struct, tag=True):
 
 
 class Heartbeat(msgspec.Struct, tag=True):
+    """child -> launcher, about once a second: this process is alive (load goes in LoadReport)."""
+
     role: str
     instance: int
-    load: dict[str, int] = {}
 
 
 class InspectQuery(msgspec.Struct, tag=True):
@@ -41,19 +47,68 @@ class Shutdown(msgspec.Struct, tag=True):
     drain_timeout_s: float = 0.0  # how long in-flight requests may finish (launcher.shutdown_timeout_s)
 
 
+def _bounded(kind: type, description: str, **bounds) -> object:
+    return Annotated[kind, msgspec.Meta(description=description, **bounds)]
+
+
 class SamplingFields(msgspec.Struct):
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    min_p: float = 0.0
-    repetition_penalty: float = 1.0
-    frequency_penalty: float = 0.0
-    presence_penalty: float = 0.0
-    seed: int | None = None
-    max_tokens: int = 16
-    stop_token_ids: list[int] = []
+    """How one request is decoded. Bounds are checked by ``validate_sampling`` and by every msgpack decode."""
+
+    temperature: _bounded(float, "0 is greedy; higher flattens the distribution", ge=0, le=2) = 1.0
+    top_p: _bounded(
+        float, "keep the smallest set of likeliest tokens reaching this mass; 1 is off", gt=0, le=1
+    ) = 1.0
+    top_k: _bounded(int, "keep the k likeliest tokens; 0 is off", ge=0) = 0
+    min_p: _bounded(
+        float, "drop tokens below min_p times the likeliest one's probability; 0 is off", ge=0, le=1
+    ) = 0.0
+    repetition_penalty: _bounded(
+        float, "Hugging Face's: divides logits of tokens seen in prompt or output", gt=0
+    ) = 1.0
+    frequency_penalty: _bounded(
+        float, "OpenAI's: minus this times a token's count in the output", ge=-2, le=2
+    ) = 0.0
+    presence_penalty: _bounded(
+        float, "OpenAI's: minus this once for a token already in the output", ge=-2, le=2
+    ) = 0.0
+    seed: _bounded(int, "a private random stream, the same in any batch", ge=0, le=2**63 - 1) | None = None
+    # The HTTP front always sets it: the request's own, else tokenizer.default_max_tokens shrunk to the context.
+    max_tokens: _bounded(int, "most tokens to generate", ge=1) = 16
+    stop_token_ids: list[_bounded(int, "a token id that ends the request", ge=0)] = []
     ignore_eos: bool = False
-    logprobs: int | None = None
+    logprobs: _bounded(int, "report the top-N alternatives of each token", ge=0, le=20) | None = None
+
+    @property
+    def is_greedy(self) -> bool:
+        return self.temperature == 0
+
+    @property
+    def has_penalties(self) -> bool:
+        return self.repetition_penalty != 1 or self.frequency_penalty != 0 or self.presence_penalty != 0
+
+
+SAMPLING_FIELD_NAMES = frozenset(SamplingFields.__struct_fields__)
+
+
+class SamplingError(ValueError):
+    """One sampling option out of its bounds; ``field`` names it (as the caller spelled it)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+def validate_sampling(values: dict[str, object], names: dict[str, str] | None = None) -> SamplingFields:
+    """The one validation of sampling options: ``values`` keyed by field name; ``names`` maps a field to the
+    name the caller used for it (e.g. ``max_tokens`` -> ``max_completion_tokens``) so the error names that."""
+    try:
+        return msgspec.convert(values, SamplingFields)
+    except msgspec.ValidationError as error:
+        message, _, where = str(error).partition(" - at `$.")
+        field = where.rstrip("`").split("[")[0] or "sampling"
+        value = values.get(field)
+        shown = (names or {}).get(field, field)
+        raise SamplingError(shown, f"{message}; got {value!r}") from None
 
 
 class Generate(msgspec.Struct, tag=True):
@@ -78,15 +133,31 @@ class TokenEvent(msgspec.Struct, array_like=True):
 
 class TokenBatch(msgspec.Struct, tag=True):
     events: list[TokenEvent]
-    load: dict[str, int] = {}
+
+
+class Overloaded(msgspec.Struct, tag=True):
+    """scheduler -> tokenizer: the request was not queued because the scheduler holds
+    schedule.max_running_requests + schedule.max_queued_requests already; the client may retry later."""
+
+    request_id: str
+    retry_after_s: float
 
 
 class LoadReport(msgspec.Struct, tag=True):
+    """A scheduler's load, sent to every tokenizer (for /metrics) and to the dp_controller (which forgets the
+    finished requests) when it changed, at most every few tens of milliseconds."""
+
     instance: int
     num_running: int
     num_waiting: int
-    kv_usage: float
-    finished: list[str] = []  # request ids that ended since the last report (the dp_controller forgets them)
+    num_kv_pages_used: int
+    num_kv_pages_total: int
+    num_dropped_frames: int = 0
+    finished: list[str] = []  # request ids that ended (or were refused) since the last report
+
+    @property
+    def kv_usage(self) -> float:
+        return self.num_kv_pages_used / max(1, self.num_kv_pages_total)
 
 
 class EmbedRequest(msgspec.Struct, tag=True):
@@ -116,7 +187,7 @@ class EncoderInfo(msgspec.Struct, tag=True):
 
 ControlMsg = Ready | Heartbeat | InspectQuery | InspectReply | Shutdown
 RequestMsg = Generate | Abort
-ResultMsg = TokenBatch | LoadReport
+ResultMsg = TokenBatch | Overloaded | LoadReport
 EmbedChannelMsg = EmbedRequest | EmbedResult | EncoderInfo
 
 _encoder = msgspec.msgpack.Encoder()

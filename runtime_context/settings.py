@@ -94,7 +94,7 @@ _declare(
     "max_running_requests",
     int,
     64,
-    "Most requests decoding together in one scheduler.",
+    "Most requests decoding together in one scheduler (each dp replica has its own).",
     minimum=1,
     maximum=4096,
 )
@@ -103,7 +103,7 @@ _declare(
     "max_queued_requests",
     int,
     1024,
-    "Most requests waiting for admission; beyond it requests get 503.",
+    "Most requests waiting in one scheduler beyond the running ones; past both: 503 + Retry-After.",
     minimum=0,
 )
 _declare(
@@ -200,7 +200,7 @@ _declare(
     choices=("debug", "info", "warning", "error"),
 )
 _declare("observability", "metrics", bool, True, "Serve Prometheus metrics on GET /metrics.")
-_declare("observability", "log_requests", bool, False, "Log one line per finished request.")
+_declare("observability", "log_requests", bool, False, "Log a line per finished request, never its text.")
 
 # launcher: supervision
 _declare(

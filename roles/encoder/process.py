@@ -60,9 +60,7 @@ class EncoderServer:
             if self.batcher.seconds_until_due() == 0.0:
                 self.run_batch(self.batcher.take_batch())
             self.announce()
-            self.link.heartbeat(
-                {"num_pending": len(self.batcher.pending), "num_dropped_frames": self.frames.num_dropped}
-            )
+            self.link.heartbeat()
 
     def drain(self) -> None:
         while self.requests.poll(0):

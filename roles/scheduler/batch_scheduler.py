@@ -6,6 +6,10 @@ of the budget admits waiting requests FCFS (after prefix-cache lookup), bounded 
 ``max_running_requests`` and by free KV pages. When a running request cannot get a page, the newest
 running request is preempted: its pages are released and it goes back to the front of the queue to be
 recomputed (its full pages usually survive in the prefix cache, so recompute is mostly cache hits).
+
+Admission into the queue is bounded too: with ``max_queued_requests`` set, the scheduler holds at most
+``max_running_requests + max_queued_requests`` unfinished requests and ``add`` refuses the next one
+(QueueFull), whoever sent it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from dataclasses import dataclass, field
 
 from roles.scheduler.prefix_cache import ROOT_HASH, PrefixCache
 from roles.scheduler.request import Request, RequestStatus
+
+
+class QueueFull(Exception):
+    """The scheduler already holds as many requests as it may; the caller should retry later."""
 
 
 @dataclass
@@ -34,7 +42,13 @@ class ScheduledBatch:
 
 
 class BatchScheduler:
-    def __init__(self, prefix_cache: PrefixCache, max_running_requests: int, chunked_prefill_size: int):
+    def __init__(
+        self,
+        prefix_cache: PrefixCache,
+        max_running_requests: int,
+        chunked_prefill_size: int,
+        max_queued_requests: int | None = None,  # None: no bound (in-process use)
+    ):
         if max_running_requests < 1:
             raise ValueError(f"max_running_requests must be >= 1; got {max_running_requests}")
         if chunked_prefill_size < max_running_requests:
@@ -46,12 +60,29 @@ class BatchScheduler:
         self.cache = prefix_cache
         self.page_size = prefix_cache.page_size
         self.max_running_requests = max_running_requests
+        self.max_queued_requests = max_queued_requests
         self.chunked_prefill_size = chunked_prefill_size
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []  # admission order: the last one is the newest
         self.num_preemptions = 0
 
+    @property
+    def num_unfinished(self) -> int:
+        return len(self.running) + len(self.waiting)
+
+    @property
+    def is_full(self) -> bool:
+        if self.max_queued_requests is None:
+            return False
+        return self.num_unfinished >= self.max_running_requests + self.max_queued_requests
+
     def add(self, request: Request) -> None:
+        if self.is_full:
+            raise QueueFull(
+                f"the scheduler holds {len(self.running)} running and {len(self.waiting)} waiting requests, "
+                f"its limit (schedule.max_running_requests {self.max_running_requests} + "
+                f"schedule.max_queued_requests {self.max_queued_requests}); retry later"
+            )
         request.status = RequestStatus.WAITING
         self.waiting.append(request)
 

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import torch
 
+from roles.protocol import SamplingFields
 from roles.scheduler.batch_scheduler import BatchScheduler
 from roles.scheduler.eos_ids import eos_token_ids
 from roles.scheduler.forward_batch import ForwardBatch
 from roles.scheduler.kv_cache import KVCache
 from roles.scheduler.page_allocator import PageAllocator
 from roles.scheduler.prefix_cache import PrefixCache
-from roles.scheduler.request import Request, SamplingParams
+from roles.scheduler.request import Request
 from roles.scheduler.sampler import Sampler
 from roles.scheduler.step_inputs import build_forward_batch
 
@@ -30,6 +31,7 @@ class EngineConfig:
     weight_dtype: str = "auto"
     threads: int | None = None
     max_running_requests: int = 32
+    max_queued_requests: int | None = None  # None: no bound; the server passes schedule.max_queued_requests
     chunked_prefill_size: int = 512  # new tokens per step, prefill chunks and decodes together
     kv_cache_tokens: int = 16384  # KV budget; kv_cache_tokens // page_size pages are usable
     page_size: int = 16
@@ -72,7 +74,10 @@ class Engine:
             PageAllocator(num_pages), config.page_size, config.enable_prefix_cache
         )
         self.scheduler = BatchScheduler(
-            self.prefix_cache, config.max_running_requests, config.chunked_prefill_size
+            self.prefix_cache,
+            config.max_running_requests,
+            config.chunked_prefill_size,
+            config.max_queued_requests,
         )
         self.sampler = Sampler()
         # A request alone must always fit, or preemption could not make progress.
@@ -83,9 +88,10 @@ class Engine:
 
     # ---- requests -------------------------------------------------------------------------------------
     def add_request(
-        self, request_id: str, prompt_ids: list[int], params: SamplingParams | None = None
+        self, request_id: str, prompt_ids: list[int], params: SamplingFields | None = None
     ) -> None:
-        params = params or SamplingParams()
+        """Queue a request; ValueError if it can never run, QueueFull if the scheduler holds too many now."""
+        params = params or SamplingFields()
         if request_id in self._requests:
             raise ValueError(f"request id {request_id!r} is already in use")
         if len(prompt_ids) >= self.max_total_tokens:
@@ -96,8 +102,8 @@ class Engine:
         if prompt_ids and not 0 <= min(prompt_ids) <= max(prompt_ids) < self.shape.vocab_size:
             raise ValueError(f"prompt token ids must be in [0, {self.shape.vocab_size})")
         request = Request(request_id, prompt_ids, params, next(self._arrivals), self.max_total_tokens)
-        self._requests[request_id] = request
         self.scheduler.add(request)
+        self._requests[request_id] = request
 
     def abort(self, request_id: str) -> bool:
         """Stop a waiting or running request now (its pages are freed at once); the next step() reports it."""
@@ -156,10 +162,10 @@ class Engine:
 
     # ---- conveniences ---------------------------------------------------------------------------------
     def generate(
-        self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams] | None = None
+        self, prompts: list[list[int]], params: SamplingFields | list[SamplingFields] | None = None
     ) -> list[list[int]]:
         """Run prompts to completion together; each result holds the output ids (stop token included)."""
-        params_list = params if isinstance(params, list) else [params or SamplingParams()] * len(prompts)
+        params_list = params if isinstance(params, list) else [params or SamplingFields()] * len(prompts)
         base = next(self._arrivals)
         ids = [f"generate-{base}-{i}" for i in range(len(prompts))]
         for request_id, prompt, request_params in zip(ids, prompts, params_list, strict=True):

@@ -13,6 +13,7 @@ def engine_config_from_context() -> EngineConfig:
         weight_dtype=execution.weight_dtype,
         threads=execution.threads,
         max_running_requests=schedule.max_running_requests,
+        max_queued_requests=schedule.max_queued_requests,
         chunked_prefill_size=schedule.chunked_prefill_size,
         kv_cache_tokens=memory.kv_cache_tokens,
         page_size=memory.page_size,

@@ -1,7 +1,9 @@
 """The scheduler role's process: the engine behind ZMQ. Generate/Abort in, token batches out.
 
 The loop never blocks while the engine has work: it drains waiting messages, runs one engine step, and
-sends each tokenizer its events in one frame.
+sends each tokenizer its events in one frame. The scheduler owns its queue, so it decides admission: a
+request beyond schedule.max_running_requests + schedule.max_queued_requests is answered with Overloaded,
+whichever tokenizer sent it. Its load goes out as one LoadReport to every tokenizer and the dp_controller.
 """
 
 from __future__ import annotations
@@ -18,20 +20,23 @@ from roles.protocol import (
     FrameCounter,
     Generate,
     LoadReport,
+    Overloaded,
     TokenBatch,
     TokenEvent,
     encode,
     request_decoder,
 )
+from roles.scheduler.batch_scheduler import QueueFull
 from roles.scheduler.engine import Engine, TokenOutput
 from roles.scheduler.engine_settings import engine_config_from_context
-from roles.scheduler.request import SamplingParams
 from runtime_context import get_weight_cache
 
 log = logging.getLogger("roleserve.scheduler")
 
 _IDLE_POLL_MS = 20
-_LOAD_KEYS = ("num_running", "num_waiting", "num_kv_pages_used", "num_kv_pages_total", "num_dropped_frames")
+_LOAD_REPORT_EVERY_S = 0.05  # a load that only changed (nothing ended) is reported at most this often
+# What an overloaded scheduler tells clients to wait: about the time a few running requests take to finish.
+_RETRY_AFTER_S = 1.0
 
 
 class SchedulerServer:
@@ -47,11 +52,12 @@ class SchedulerServer:
             push.setsockopt(zmq.LINGER, 0)
             push.connect(endpoints.tokenizer_results(index))
             self.results.append(push)
-        self.load = None
+        self.load_readers = list(self.results)  # every tokenizer shows the load on /metrics
         if endpoints.dp_size > 1:
-            self.load = context.socket(zmq.PUSH)
-            self.load.setsockopt(zmq.LINGER, 0)
-            self.load.connect(endpoints.dp_load)
+            dp_load = context.socket(zmq.PUSH)
+            dp_load.setsockopt(zmq.LINGER, 0)
+            dp_load.connect(endpoints.dp_load)
+            self.load_readers.append(dp_load)  # the dp_controller forgets finished requests
         self.poller = zmq.Poller()
         self.poller.register(self.requests, zmq.POLLIN)
         self.poller.register(link.control, zmq.POLLIN)
@@ -59,11 +65,7 @@ class SchedulerServer:
         self.reply_to: dict[str, int] = {}
         self.finished_since_report: list[str] = []
         self._last_load_report = 0.0
-
-    def load_numbers(self) -> dict[str, int]:
-        stats = self.engine.stats()
-        stats["num_dropped_frames"] = self.frames.num_dropped + self.link.frames.num_dropped
-        return stats
+        self._last_load: LoadReport | None = None
 
     def run(self) -> None:
         while self.link.shutdown_reason is None:
@@ -75,7 +77,7 @@ class SchedulerServer:
                 self.drain_requests()
             if self.engine.has_unfinished():
                 self.publish(self.engine.step())
-            self.link.heartbeat(self.load_numbers())
+            self.link.heartbeat()
             self.report_load()
 
     def drain_requests(self) -> None:
@@ -92,12 +94,14 @@ class SchedulerServer:
 
     def admit(self, message: Generate) -> None:
         try:
-            sampling = message.sampling
-            params = SamplingParams(**{f: getattr(sampling, f) for f in sampling.__struct_fields__})
-            self.engine.add_request(message.request_id, message.prompt_ids, params)
-        except (ValueError, TypeError) as error:
+            self.engine.add_request(message.request_id, message.prompt_ids, message.sampling)
+        except QueueFull:
+            self.results[message.reply_to].send(encode(Overloaded(message.request_id, _RETRY_AFTER_S)))
+            self.finished_since_report.append(message.request_id)
+            return
+        except ValueError as error:
             event = TokenEvent(message.request_id, -1, None, None, "error", str(error))
-            self.send(message.reply_to, [event])
+            self.results[message.reply_to].send(encode(TokenBatch([event])))
             self.finished_since_report.append(message.request_id)
             return
         self.reply_to[message.request_id] = message.reply_to
@@ -116,31 +120,35 @@ class SchedulerServer:
             if output.is_finished:
                 del self.reply_to[output.request_id]
                 self.finished_since_report.append(output.request_id)
+        # Load first, on the same sockets: a tokenizer that sees a request end already has the load after it.
+        self.report_load()
         for owner, events in by_tokenizer.items():
-            self.send(owner, events)
+            self.results[owner].send(encode(TokenBatch(events)))
 
-    def send(self, owner: int, events: list[TokenEvent]) -> None:
-        stats = self.load_numbers()
-        load = {key: stats[key] for key in _LOAD_KEYS}
-        load["instance"] = self.link.spec.instance
-        self.results[owner].send(encode(TokenBatch(events, load)))
-
-    def report_load(self, every_s: float = 0.05) -> None:
+    def report_load(self) -> None:
+        """Send the load to its readers at once when requests ended (or were refused); when only the
+        numbers changed, at most every _LOAD_REPORT_EVERY_S."""
         now = time.monotonic()
-        if self.load is None or (not self.finished_since_report and now - self._last_load_report < every_s):
+        if not self.finished_since_report and now - self._last_load_report < _LOAD_REPORT_EVERY_S:
             return
-        self._last_load_report = now
         stats = self.engine.stats()
-        usage = stats["num_kv_pages_used"] / max(1, stats["num_kv_pages_total"])
         report = LoadReport(
             self.link.spec.instance,
             stats["num_running"],
             stats["num_waiting"],
-            usage,
+            stats["num_kv_pages_used"],
+            stats["num_kv_pages_total"],
+            self.frames.num_dropped + self.link.frames.num_dropped,
             self.finished_since_report,
         )
+        if report == self._last_load:  # nothing changed and nothing finished
+            return
+        self._last_load_report = now
+        self._last_load = report
         self.finished_since_report = []
-        self.load.send(encode(report))
+        frame = encode(report)
+        for reader in self.load_readers:
+            reader.send(frame)
 
 
 def shared_model_or_none(link: ChildLink, config):

@@ -9,7 +9,8 @@ from fastapi import Request
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.generation import ChoiceResult, Delta, TokenInfo
 from roles.tokenizer.openai_errors import OpenAIError
-from roles.tokenizer.request_prep import check_capacity, check_model, sampling_fields
+from roles.tokenizer.request_log import record_of
+from roles.tokenizer.request_prep import check_model, check_not_draining, sampling_fields
 from roles.tokenizer.response_flow import FlowSpec, run_flow
 from roles.tokenizer.schemas import ChatCompletionRequest
 
@@ -33,7 +34,10 @@ def chat_logprobs(state: FrontState, tokens: list[TokenInfo]) -> dict:
 
 
 async def create_chat_completion(state: FrontState, request: Request, body: ChatCompletionRequest):
+    record = record_of(request)
+    record.request_id = f"chatcmpl-{uuid.uuid4().hex}"
     check_model(state, body.model)
+    check_not_draining(state)
     messages = [{"role": m.role, "content": m.text} for m in body.messages]
     try:
         text = state.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
@@ -42,12 +46,7 @@ async def create_chat_completion(state: FrontState, request: Request, body: Chat
             400, f"chat template rejected the messages: {error}", "messages", "invalid_value"
         ) from None
     prompt = state.tokenizer.encode(text, add_special_tokens=False)
-    check_capacity(state, body.n)
-    top = body.top_logprobs if body.top_logprobs is not None else 0
-    logprobs = top if body.logprobs else None
-    fields = sampling_fields(
-        state, body, len(prompt), body.max_completion_tokens or body.max_tokens, logprobs
-    )
+    fields = sampling_fields(state, body, len(prompt))
 
     def chunk_choice(delta: Delta, is_first: bool) -> dict:
         content = {"role": "assistant", "content": delta.text} if is_first else {"content": delta.text}
@@ -80,10 +79,10 @@ async def create_chat_completion(state: FrontState, request: Request, body: Chat
         stream=body.stream,
         include_usage=bool(body.stream_options and body.stream_options.include_usage),
         model=body.model,
-        response_id=f"chatcmpl-{uuid.uuid4().hex}",
+        response_id=record.request_id,
         body_object="chat.completion",
         chunk_object="chat.completion.chunk",
         make_chunk_choice=chunk_choice,
         make_choices=choices,
     )
-    return await run_flow(state, request, spec)
+    return await run_flow(state, request, spec, record)

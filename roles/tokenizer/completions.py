@@ -9,7 +9,8 @@ from fastapi import Request
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.generation import ChoiceResult, Delta, TokenInfo
 from roles.tokenizer.openai_errors import OpenAIError
-from roles.tokenizer.request_prep import check_capacity, check_model, prompt_id_lists, sampling_fields
+from roles.tokenizer.request_log import record_of
+from roles.tokenizer.request_prep import check_model, check_not_draining, prompt_id_lists, sampling_fields
 from roles.tokenizer.response_flow import FlowSpec, run_flow
 from roles.tokenizer.schemas import CompletionRequest
 
@@ -38,17 +39,20 @@ def _top_by_text(decode, top: list[tuple[int, float]]) -> dict[str, float]:
 
 
 async def create_completion(state: FrontState, request: Request, body: CompletionRequest):
+    record = record_of(request)
+    record.request_id = f"cmpl-{uuid.uuid4().hex}"
     check_model(state, body.model)
-    if body.echo and body.logprobs is not None:
-        raise OpenAIError(400, "echo together with logprobs is not supported", "echo", "unsupported")
+    check_not_draining(state)
     prompts = prompt_id_lists(state, body.prompt)
-    check_capacity(state, len(prompts) * body.n)
-    fields = [sampling_fields(state, body, len(p), body.max_tokens, body.logprobs) for p in prompts]
+    fields = [sampling_fields(state, body, len(p)) for p in prompts]
+    has_logprobs = fields[0].logprobs is not None
+    if body.echo and has_logprobs:
+        raise OpenAIError(400, "echo together with logprobs is not supported", "echo", "unsupported")
     echoes = [state.tokenizer.decode(p, skip_special_tokens=False) if body.echo else "" for p in prompts]
     emitted = {}  # choice index -> characters streamed so far (for text_offset)
 
     def choice(index: int, text: str, tokens: list[TokenInfo], start: int, finish_reason: str | None) -> dict:
-        logprobs = completion_logprobs(state, tokens, start) if body.logprobs is not None else None
+        logprobs = completion_logprobs(state, tokens, start) if has_logprobs else None
         return {"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}
 
     def chunk_choice(delta: Delta, is_first: bool) -> dict:
@@ -73,10 +77,10 @@ async def create_completion(state: FrontState, request: Request, body: Completio
         stream=body.stream,
         include_usage=bool(body.stream_options and body.stream_options.include_usage),
         model=body.model,
-        response_id=f"cmpl-{uuid.uuid4().hex}",
+        response_id=record.request_id,
         body_object="text_completion",
         chunk_object="text_completion",
         make_chunk_choice=chunk_choice,
         make_choices=choices,
     )
-    return await run_flow(state, request, spec)
+    return await run_flow(state, request, spec, record)

@@ -1,4 +1,5 @@
-"""The tokenizer's link to the schedulers: send Generate/Abort, route token events to per-request queues."""
+"""The tokenizer's link to the schedulers: send Generate/Abort, route token events (and a refusal,
+Overloaded) to per-request queues, keep each scheduler's latest LoadReport."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from roles.protocol import (
     Abort,
     FrameCounter,
     Generate,
+    LoadReport,
+    Overloaded,
     SamplingFields,
     TokenBatch,
     TokenEvent,
@@ -32,9 +35,9 @@ class EngineClient:
         self.requests.connect(endpoints.request_entry)
         self.results = context.socket(zmq.PULL)
         self.results.bind(endpoints.tokenizer_results(instance))
-        self.queues: dict[str, asyncio.Queue[TokenEvent]] = {}
+        self.queues: dict[str, asyncio.Queue[TokenEvent | Overloaded]] = {}
         self.frames = FrameCounter()
-        self.scheduler_load: dict[int, dict[str, int]] = {}  # scheduler instance -> its latest load
+        self.scheduler_load: dict[int, LoadReport] = {}  # scheduler instance -> its latest report
         self._ids = itertools.count()
 
     def new_request_id(self) -> str:
@@ -45,7 +48,7 @@ class EngineClient:
         return len(self.queues)
 
     async def submit(self, request_id: str, prompt_ids: list[int], sampling: SamplingFields) -> asyncio.Queue:
-        queue: asyncio.Queue[TokenEvent] = asyncio.Queue()
+        queue: asyncio.Queue[TokenEvent | Overloaded] = asyncio.Queue()
         self.queues[request_id] = queue
         await self.requests.send(encode(Generate(request_id, self.instance, prompt_ids, sampling)))
         return queue
@@ -60,14 +63,18 @@ class EngineClient:
 
     async def receive_forever(self) -> None:
         while True:
-            frame = await self.results.recv()
-            batch = self.frames.decode(result_decoder, frame)
-            if not isinstance(batch, TokenBatch):
-                continue
-            self.scheduler_load[batch.load.get("instance", 0)] = batch.load
-            for event in batch.events:
-                queue = self.queues.get(event.request_id)
-                if queue is not None:
-                    queue.put_nowait(event)
-                    if event.finish_reason is not None:
-                        self.queues.pop(event.request_id, None)
+            message = self.frames.decode(result_decoder, await self.results.recv())
+            if isinstance(message, TokenBatch):
+                for event in message.events:
+                    self._deliver(event.request_id, event, event.finish_reason is not None)
+            elif isinstance(message, Overloaded):
+                self._deliver(message.request_id, message, True)
+            elif isinstance(message, LoadReport):
+                self.scheduler_load[message.instance] = message
+
+    def _deliver(self, request_id: str, message: TokenEvent | Overloaded, is_last: bool) -> None:
+        queue = self.queues.get(request_id)
+        if queue is not None:
+            queue.put_nowait(message)
+            if is_last:
+                del self.queues[request_id]

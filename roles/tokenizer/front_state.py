@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from roles.tokenizer.embed_client import EmbedClient
 from roles.tokenizer.engine_client import EngineClient
 from roles.tokenizer.metrics import ServingMetrics
-from runtime_context import get_http, get_model, get_observability, get_schedule, get_tokenizer
+from runtime_context import get_http, get_model, get_observability, get_tokenizer
 
 
 @dataclass(frozen=True)
@@ -16,22 +16,21 @@ class FrontSettings:
     served_name: str
     context_length: int
     default_max_tokens: int
-    max_in_flight: int
     api_key: str | None
     metrics_enabled: bool
+    log_requests: bool
     request_timeout_s: float
 
     @classmethod
-    def from_context(cls, num_schedulers: int) -> FrontSettings:
-        model, http, schedule = get_model(), get_http(), get_schedule()
+    def from_context(cls) -> FrontSettings:
+        model, http, observability = get_model(), get_http(), get_observability()
         return cls(
             served_name=model.served_name,
             context_length=model.context_length,
             default_max_tokens=get_tokenizer().default_max_tokens,
-            # What all schedulers can hold running plus queued; past it new requests get 503.
-            max_in_flight=num_schedulers * (schedule.max_running_requests + schedule.max_queued_requests),
             api_key=http.api_key,
-            metrics_enabled=get_observability().metrics,
+            metrics_enabled=observability.metrics,
+            log_requests=observability.log_requests,
             request_timeout_s=http.request_timeout_s,
         )
 

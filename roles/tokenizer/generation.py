@@ -1,4 +1,5 @@
-"""One choice of a completion: token events in, text deltas out, with stop strings and logprobs."""
+"""One choice of a completion: started (accepted or refused by the scheduler), then token events in and
+text deltas out, with stop strings and logprobs."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from roles.protocol import SamplingFields, TokenEvent
+from roles.protocol import Overloaded, SamplingFields, TokenEvent
 from roles.tokenizer.detokenizer import IncrementalDetokenizer, StopStringMatcher
 from roles.tokenizer.engine_client import EngineClient
 from roles.tokenizer.openai_errors import OpenAIError
@@ -36,28 +37,76 @@ class ChoiceResult:
     num_tokens: int = 0
 
 
-async def run_choice(
-    client: EngineClient,
-    tokenizer,
-    index: int,
-    prompt_ids: list[int],
-    sampling: SamplingFields,
-    stop_strings: list[str],
-) -> AsyncIterator[Delta]:
-    """Yield deltas of one choice until it finishes; aborts the request if the consumer goes away."""
+@dataclass
+class StartedChoice:
+    """A request the scheduler accepted: its id, its event queue and the first event (a token or the end)."""
+
+    request_id: str
+    queue: asyncio.Queue
+    first: TokenEvent
+
+
+async def start_choice(
+    client: EngineClient, prompt_ids: list[int], sampling: SamplingFields
+) -> StartedChoice:
+    """Submit one request and wait for the scheduler's first answer, so a refusal (Overloaded: 503 with
+    Retry-After; rejected: 400) is known before any byte of the response is sent."""
     request_id = client.new_request_id()
     queue = await client.submit(request_id, prompt_ids, sampling)
+    try:
+        first = await queue.get()
+    except BaseException:  # cancelled: the client went away or another choice was refused
+        await client.abort(request_id)
+        raise
+    if isinstance(first, Overloaded):
+        raise OpenAIError(
+            503,
+            "the server is at capacity (the scheduler's queue is full); retry later",
+            code="server_overloaded",
+            retry_after_s=first.retry_after_s,
+        )
+    if first.finish_reason == "error":
+        raise OpenAIError(400, first.error or "the scheduler rejected the request", code="invalid_value")
+    return StartedChoice(request_id, queue, first)
+
+
+async def start_choices(
+    client: EngineClient, requests: list[tuple[list[int], SamplingFields]]
+) -> list[StartedChoice]:
+    """Start every choice; if any is refused, abort those that started and raise the refusal."""
+    tasks = [asyncio.ensure_future(start_choice(client, ids, sampling)) for ids, sampling in requests]
+    try:
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        await _abort_started(client, outcomes)
+        raise
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    if errors:
+        await _abort_started(client, outcomes)
+        raise errors[0]
+    return outcomes
+
+
+async def _abort_started(client: EngineClient, outcomes: list) -> None:
+    for outcome in outcomes:
+        if isinstance(outcome, StartedChoice):
+            await client.abort(outcome.request_id)
+
+
+async def run_choice(
+    client: EngineClient, tokenizer, index: int, started: StartedChoice, stop_strings: list[str]
+) -> AsyncIterator[Delta]:
+    """Yield deltas of one started choice until it finishes; aborts the request if the consumer goes away."""
+    request_id = started.request_id
     detokenizer = IncrementalDetokenizer(tokenizer)
     stops = StopStringMatcher(stop_strings)
     finished = False
+    event: TokenEvent = started.first
     try:
         while True:
-            event: TokenEvent = await queue.get()
-            if event.finish_reason == "error":
-                finished = True
-                raise OpenAIError(
-                    400, event.error or "the scheduler rejected the request", code="invalid_value"
-                )
             tokens = []
             text = ""
             if event.token_id >= 0:
@@ -70,11 +119,11 @@ async def run_choice(
                 return
             if event.finish_reason is not None:
                 finished = True
-                reason = "stop" if event.finish_reason == "stop" else event.finish_reason
-                yield Delta(index, text + stops.flush(), tokens, reason)
+                yield Delta(index, text + stops.flush(), tokens, event.finish_reason)
                 return
             if text or tokens:
                 yield Delta(index, text, tokens)
+            event = await started.queue.get()
     finally:
         if not finished:
             await client.abort(request_id)

@@ -1,4 +1,5 @@
-"""The HTTP guard in front of every route: API key check, in-flight count, and the request metric.
+"""The HTTP guard in front of every route: API key check, in-flight count (draining waits for it), the
+request metric, and the request log line (observability.log_requests).
 
 A plain ASGI middleware, not Starlette's BaseHTTPMiddleware: that one copies every chunk of a streamed
 response through an in-memory stream, which cost more per token than producing the token's SSE event.
@@ -8,11 +9,14 @@ A request counts as in flight until its response has been sent whole (streams in
 from __future__ import annotations
 
 import hmac
+import time
 
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.openai_errors import OpenAIError, error_response
+from roles.tokenizer.request_log import attach_record, log
 
 OPEN_PATHS = {"/health"}  # reachable without the API key (load balancers probe it)
+UNLOGGED_PATHS = {"/health", "/metrics"}  # probes and scrapes would drown the request log
 
 
 def _bearer_token(scope) -> str:
@@ -35,6 +39,8 @@ class HTTPGuard:
         state, path = self.state, scope["path"]
         state.num_active_http += 1
         status = 500
+        started = time.monotonic()
+        record = attach_record(scope)
 
         async def send_and_note_status(message) -> None:
             nonlocal status
@@ -59,3 +65,5 @@ class HTTPGuard:
         finally:
             state.num_active_http -= 1
             state.metrics.requests.inc("tokenizer", path, str(status))
+            if state.settings.log_requests and path not in UNLOGGED_PATHS:
+                log.info(record.line(scope["method"], path, status, time.monotonic() - started))

@@ -6,6 +6,8 @@ import bisect
 import threading
 from collections import defaultdict
 
+from roles.protocol import LoadReport
+
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -113,14 +115,13 @@ class ServingMetrics:
             "roleserve_dropped_frames_total", "Malformed IPC frames dropped", ("role", "instance")
         )
 
-    def update_scheduler_load(self, load_by_instance: dict[int, dict[str, int]]) -> None:
-        for instance, load in load_by_instance.items():
+    def update_scheduler_load(self, reports: dict[int, LoadReport]) -> None:
+        for instance, report in reports.items():
             label = ("scheduler", str(instance))
-            self.queue_depth.set(load.get("num_waiting", 0), *label)
-            self.running.set(load.get("num_running", 0), *label)
-            self.dropped_frames.set(load.get("num_dropped_frames", 0), *label)
-            total = max(1, load.get("num_kv_pages_total", 1))
-            self.kv_usage.set(load.get("num_kv_pages_used", 0) / total, *label)
+            self.queue_depth.set(report.num_waiting, *label)
+            self.running.set(report.num_running, *label)
+            self.dropped_frames.set(report.num_dropped_frames, *label)
+            self.kv_usage.set(report.kv_usage, *label)
 
     def render(self) -> str:
         metrics = (

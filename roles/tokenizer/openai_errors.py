@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -18,12 +20,20 @@ _TYPES = {
 
 
 class OpenAIError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        param: str | None = None,
+        code: str | None = None,
+        retry_after_s: float | None = None,  # sent as Retry-After (whole seconds, at least 1)
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.code = code
+        self.retry_after_s = retry_after_s
 
 
 def error_body(status: int, message: str, param: str | None = None, code: str | None = None) -> dict:
@@ -38,7 +48,11 @@ def error_body(status: int, message: str, param: str | None = None, code: str | 
 
 
 def error_response(error: OpenAIError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+    headers = {}
+    if error.status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    if error.retry_after_s is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after_s)))
     return JSONResponse(
         error_body(error.status, error.message, error.param, error.code), error.status, headers
     )

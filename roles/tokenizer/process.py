@@ -86,8 +86,7 @@ class ControlChannel:
 
     async def heartbeat(self) -> None:
         while True:
-            load = {"num_in_flight": self.state.client.num_in_flight}
-            await self.socket.send(encode(Heartbeat(self.link.spec.role, self.link.spec.instance, load)))
+            await self.socket.send(encode(Heartbeat(self.link.spec.role, self.link.spec.instance)))
             await asyncio.sleep(1.0)
 
 
@@ -96,7 +95,7 @@ async def serve(link: ChildLink) -> None:
     tokenizer = load_text_tokenizer(model.path)
     context = zmq.asyncio.Context.shadow(link.zmq_context.underlying)
     client = EngineClient(link.endpoints, link.spec.instance, context)
-    settings = FrontSettings.from_context(link.endpoints.dp_size)
+    settings = FrontSettings.from_context()
     state = FrontState(
         settings, tokenizer, client, ServingMetrics(link.spec.instance), created=int(time.time())
     )

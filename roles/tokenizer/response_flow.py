@@ -1,21 +1,32 @@
-"""The flow both completion endpoints share: start every choice, then stream SSE chunks or collect one
-response; abort in the scheduler when the client goes away; count everything in the metrics."""
+"""The flow both completion endpoints share: start every choice (the scheduler accepts or refuses it
+before any byte goes out), then stream SSE chunks or collect one response; abort in the scheduler when
+the client goes away; count everything in the metrics and the request's log record."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from roles.protocol import SamplingFields
+from roles.tokenizer.engine_client import EngineClient
 from roles.tokenizer.front_state import FrontState
-from roles.tokenizer.generation import ChoiceResult, Delta, collect, merge_choices, run_choice
+from roles.tokenizer.generation import (
+    ChoiceResult,
+    Delta,
+    StartedChoice,
+    collect,
+    merge_choices,
+    run_choice,
+    start_choices,
+)
 from roles.tokenizer.openai_errors import OpenAIError, error_body
+from roles.tokenizer.request_log import RequestRecord
 from roles.tokenizer.request_prep import choice_seed
 
 
@@ -50,16 +61,20 @@ class FlowSpec:
         return body
 
 
-def _deltas(state: FrontState, spec: FlowSpec) -> AsyncIterator[Delta]:
-    streams = []
-    for prompt_index, (prompt_ids, fields) in enumerate(zip(spec.prompts, spec.fields, strict=True)):
-        for choice in range(spec.n):
-            index = prompt_index * spec.n + choice
-            streams.append(
-                run_choice(
-                    state.client, state.tokenizer, index, prompt_ids, choice_seed(fields, choice), spec.stops
-                )
-            )
+def _choice_requests(spec: FlowSpec) -> list[tuple[list[int], SamplingFields]]:
+    """One (prompt ids, sampling) per choice; choice index = prompt index * n + choice."""
+    return [
+        (prompt_ids, choice_seed(fields, choice))
+        for prompt_ids, fields in zip(spec.prompts, spec.fields, strict=True)
+        for choice in range(spec.n)
+    ]
+
+
+def _deltas(state: FrontState, spec: FlowSpec, started: list[StartedChoice]) -> AsyncIterator[Delta]:
+    streams = [
+        run_choice(state.client, state.tokenizer, index, choice, spec.stops)
+        for index, choice in enumerate(started)
+    ]
     return merge_choices(streams)
 
 
@@ -79,36 +94,70 @@ async def _wait_for_disconnect(request: Request) -> None:
             return
 
 
-async def run_flow(state: FrontState, request: Request, spec: FlowSpec):
-    metrics, started = state.metrics, time.monotonic()
-    num_choices = len(spec.prompts) * spec.n
-    metrics.prompt_tokens.inc("tokenizer", amount=sum(len(p) for p in spec.prompts) * spec.n)
+async def run_flow(state: FrontState, request: Request, spec: FlowSpec, record: RequestRecord):
+    """Start every choice (a refusal is an error status, also for streams), then stream or collect."""
+    metrics, started_at = state.metrics, time.monotonic()
+    record.num_prompt_tokens = sum(len(p) for p in spec.prompts) * spec.n
+    metrics.prompt_tokens.inc("tokenizer", amount=record.num_prompt_tokens)
     if spec.stream:
-        return StreamingResponse(_sse(state, spec, started), media_type="text/event-stream")
-    deltas = _deltas(state, spec)
-    timed = _observe_first_token(state, deltas, started)
-    work = asyncio.ensure_future(collect(timed, num_choices))
+        started = await _unless_disconnected(
+            state, request, start_choices(state.client, _choice_requests(spec))
+        )
+        return _ChoicesStream(_sse(state, spec, started, started_at, record), state.client, started)
+    results = await _unless_disconnected(state, request, _start_and_collect(state, spec, started_at))
+    num_tokens = sum(r.num_tokens for r in results)
+    record.note_results(num_tokens, [r.finish_reason for r in results])
+    metrics.generated_tokens.inc("tokenizer", amount=num_tokens)
+    metrics.latency.observe(time.monotonic() - started_at, "tokenizer", spec.endpoint)
+    return JSONResponse(spec.envelope(spec.body_object, spec.make_choices(results), _usage(spec, num_tokens)))
+
+
+async def _start_and_collect(state: FrontState, spec: FlowSpec, started_at: float) -> list[ChoiceResult]:
+    started = await start_choices(state.client, _choice_requests(spec))
+    deltas = _deltas(state, spec, started)
+    try:
+        return await collect(_observe_first_token(state, deltas, started_at), len(started))
+    finally:
+        await deltas.aclose()
+
+
+async def _unless_disconnected(state: FrontState, request: Request, work: Coroutine):
+    """Await ``work`` unless the client goes away (499) or http.request_timeout_s passes (503)."""
+    task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(_wait_for_disconnect(request))
     try:
         done, _ = await asyncio.wait(
-            {work, watcher}, timeout=state.settings.request_timeout_s, return_when=asyncio.FIRST_COMPLETED
+            {task, watcher}, timeout=state.settings.request_timeout_s, return_when=asyncio.FIRST_COMPLETED
         )
-        if work not in done:
-            work.cancel()
-            await asyncio.gather(work, return_exceptions=True)
-            if watcher in done:
-                return JSONResponse(error_body(499, "client closed the request"), 499)
-            raise OpenAIError(
-                503, f"request timed out after {state.settings.request_timeout_s}s", code="timeout"
-            )
-        results = work.result()
+    except BaseException:  # we were cancelled ourselves: so is the work
+        task.cancel()
+        raise
     finally:
         watcher.cancel()
-        await deltas.aclose()
-    num_tokens = sum(r.num_tokens for r in results)
-    metrics.generated_tokens.inc("tokenizer", amount=num_tokens)
-    metrics.latency.observe(time.monotonic() - started, "tokenizer", spec.endpoint)
-    return JSONResponse(spec.envelope(spec.body_object, spec.make_choices(results), _usage(spec, num_tokens)))
+    if task in done:
+        return task.result()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)  # its choices abort in the scheduler
+    if watcher in done:
+        raise OpenAIError(499, "client closed the request", code="client_closed_request")
+    raise OpenAIError(503, f"request timed out after {state.settings.request_timeout_s}s", code="timeout")
+
+
+class _ChoicesStream(StreamingResponse):
+    """SSE of started choices; however it ends (even before its first chunk, which leaves the body's own
+    cleanup unrun), whatever still runs in the scheduler is aborted (a no-op for the choices that ended)."""
+
+    def __init__(self, body: AsyncIterator[bytes], client: EngineClient, started: list[StartedChoice]):
+        super().__init__(body, media_type="text/event-stream")
+        self.client = client
+        self.started = started
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            for choice in self.started:
+                await self.client.abort(choice.request_id)
 
 
 async def _observe_first_token(state: FrontState, deltas: AsyncIterator[Delta], started: float):
@@ -120,15 +169,20 @@ async def _observe_first_token(state: FrontState, deltas: AsyncIterator[Delta], 
         yield delta
 
 
-async def _sse(state: FrontState, spec: FlowSpec, started: float) -> AsyncIterator[bytes]:
-    deltas = _deltas(state, spec)
+async def _sse(
+    state: FrontState, spec: FlowSpec, started: list[StartedChoice], started_at: float, record: RequestRecord
+) -> AsyncIterator[bytes]:
+    deltas = _deltas(state, spec, started)
     num_tokens = 0
     first_seen: set[int] = set()
+    finish_reasons: dict[int, str] = {}
     try:
-        async for delta in _observe_first_token(state, deltas, started):
+        async for delta in _observe_first_token(state, deltas, started_at):
             num_tokens += len(delta.tokens)
             is_first = delta.index not in first_seen
             first_seen.add(delta.index)
+            if delta.finish_reason is not None:
+                finish_reasons[delta.index] = delta.finish_reason
             yield _event(spec.envelope(spec.chunk_object, [spec.make_chunk_choice(delta, is_first)]))
         if spec.include_usage:
             yield _event(spec.envelope(spec.chunk_object, [], _usage(spec, num_tokens)))
@@ -136,8 +190,9 @@ async def _sse(state: FrontState, spec: FlowSpec, started: float) -> AsyncIterat
         yield _event(error_body(error.status, error.message, error.param, error.code))
     finally:
         await deltas.aclose()  # a disconnected client cancels us here: the scheduler aborts at once
+        record.note_results(num_tokens, [finish_reasons.get(i) for i in range(len(started))])
         state.metrics.generated_tokens.inc("tokenizer", amount=num_tokens)
-        state.metrics.latency.observe(time.monotonic() - started, "tokenizer", spec.endpoint)
+        state.metrics.latency.observe(time.monotonic() - started_at, "tokenizer", spec.endpoint)
     yield b"data: [DONE]\n\n"
 
 

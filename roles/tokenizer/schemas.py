@@ -1,4 +1,10 @@
-"""Request bodies of the OpenAI-compatible endpoints; unknown fields are ignored as OpenAI clients expect."""
+"""Request bodies of the OpenAI-compatible endpoints; unknown fields are ignored as OpenAI clients expect.
+
+These models declare only what belongs to HTTP (model, prompt or messages, n, stop strings, streaming). The
+sampling options (temperature, top_p, seed, max_tokens, penalties, ...) are declared once, in
+``roles.protocol.SamplingFields``: each endpoint hands them over as given by ``sampling_values`` and
+``request_prep`` validates them against that one declaration.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +12,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from roles.protocol import SAMPLING_FIELD_NAMES
+
 
 class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
 class SamplingRequest(BaseModel):
-    """Fields shared by completions and chat completions (OpenAI names plus common extensions)."""
+    """Fields shared by completions and chat completions; extra fields are kept for ``sampling_values``."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="allow")
 
     model: str
-    max_tokens: int | None = Field(default=None, ge=1)
-    temperature: float = Field(default=1.0, ge=0, le=2)
-    top_p: float = Field(default=1.0, gt=0, le=1)
-    top_k: int = Field(default=0, ge=0)
-    min_p: float = Field(default=0.0, ge=0, le=1)
-    frequency_penalty: float = Field(default=0.0, ge=-2, le=2)
-    presence_penalty: float = Field(default=0.0, ge=-2, le=2)
-    repetition_penalty: float = Field(default=1.0, gt=0)
-    seed: int | None = Field(default=None, ge=0)
     stop: str | list[str] | None = None
-    stop_token_ids: list[int] = Field(default_factory=list)
-    ignore_eos: bool = False
     n: int = Field(default=1, ge=1, le=16)
     stream: bool = False
     stream_options: StreamOptions | None = None
@@ -40,10 +37,15 @@ class SamplingRequest(BaseModel):
             return []
         return [self.stop] if isinstance(self.stop, str) else list(self.stop)
 
+    def sampling_values(self) -> tuple[dict[str, object], dict[str, str]]:
+        """The sampling options the client gave (null means not given), keyed by SamplingFields' names,
+        and the client's own name for any that it spelled differently (for error messages)."""
+        given = {k: v for k, v in (self.model_extra or {}).items() if v is not None}
+        return {k: v for k, v in given.items() if k in SAMPLING_FIELD_NAMES}, {}
+
 
 class CompletionRequest(SamplingRequest):
     prompt: str | list[str] | list[int] | list[list[int]]
-    logprobs: int | None = Field(default=None, ge=0, le=20)
     echo: bool = False
 
 
@@ -69,6 +71,16 @@ class ChatMessage(BaseModel):
 
 class ChatCompletionRequest(SamplingRequest):
     messages: list[ChatMessage] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-    logprobs: bool = False
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    logprobs: bool = False  # chat's switch; how many alternatives is top_logprobs
+
+    def sampling_values(self) -> tuple[dict[str, object], dict[str, str]]:
+        values, names = super().sampling_values()
+        extra = self.model_extra or {}
+        if extra.get("max_completion_tokens") is not None:
+            values["max_tokens"] = extra["max_completion_tokens"]
+            names["max_tokens"] = "max_completion_tokens"
+        if self.logprobs:
+            top = extra.get("top_logprobs")
+            values["logprobs"] = 0 if top is None else top
+            names["logprobs"] = "top_logprobs"
+        return values, names

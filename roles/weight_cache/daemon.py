@@ -94,9 +94,7 @@ class WeightCacheDaemon:
                 self.handle(client, frame)
             self.answer_finished()
             if link is not None:
-                link.heartbeat(
-                    {"num_entries": len(self.store.entries), "num_dropped_frames": self.num_dropped_frames}
-                )
+                link.heartbeat()
 
     def close(self) -> None:
         self.store.close()

@@ -8,6 +8,9 @@ import pytest
 from serve_harness import ServeProcess
 
 from conftest import tiny_config
+from roles.protocol import SamplingFields
+from roles.scheduler.engine import Engine, EngineConfig
+from roles.tokenizer.text_tokenizer import load_text_tokenizer
 
 NO_EOS = {"ignore_eos": True}
 
@@ -74,19 +77,33 @@ def test_streamed_completion_matches_the_plain_one_and_reports_usage(client):
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
 
 
-def test_stop_string_cuts_the_text(client):
+def test_stop_string_cuts_the_text_plain_and_streamed(client):
     plain = client.completions.create(
-        model="tiny", prompt="Hello", max_tokens=16, temperature=0, extra_body=NO_EOS
+        model="tiny", prompt="Hello", max_tokens=24, temperature=0, extra_body=NO_EOS
     )
     text = plain.choices[0].text
-    stop = text[3:6] if len(text) >= 6 else None
-    if not stop or not stop.strip():
-        pytest.skip("greedy text too short to pick a stop string from")
+    assert len(text) >= 8, f"24 greedy tokens gave only {text!r}"
+    # Three characters from inside the text, at their first occurrence: likely to span a token boundary.
+    stop = next(text[i : i + 3] for i in range(2, len(text) - 3) if text[i : i + 3].strip())
+    expected = text[: text.index(stop)]
     stopped = client.completions.create(
-        model="tiny", prompt="Hello", max_tokens=16, temperature=0, extra_body=NO_EOS, stop=[stop]
+        model="tiny", prompt="Hello", max_tokens=24, temperature=0, extra_body=NO_EOS, stop=[stop]
     )
-    assert stopped.choices[0].text == text[: text.index(stop)]
+    assert stopped.choices[0].text == expected
     assert stopped.choices[0].finish_reason == "stop"
+    chunks = list(
+        client.completions.create(
+            model="tiny",
+            prompt="Hello",
+            max_tokens=24,
+            temperature=0,
+            extra_body=NO_EOS,
+            stop=stop,
+            stream=True,
+        )
+    )
+    assert "".join(c.choices[0].text for c in chunks) == expected
+    assert chunks[-1].choices[0].finish_reason == "stop"
 
 
 def test_logprobs_are_sorted_top_n(client):
@@ -101,13 +118,27 @@ def test_logprobs_are_sorted_top_n(client):
     assert logprobs.text_offset[0] == 0
 
 
-def test_chat_completion_plain_and_streamed(client):
+def test_chat_applies_the_template_and_answers_like_the_engine_on_the_templated_prompt(client, tiny_model):
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello!"}]
-    plain = client.chat.completions.create(model="tiny", messages=messages, max_tokens=8, temperature=0)
+    plain = client.chat.completions.create(
+        model="tiny", messages=messages, max_tokens=8, temperature=0, extra_body=NO_EOS
+    )
     assert plain.choices[0].message.role == "assistant"
+    # The tiny checkpoint's ChatML template, written out: what the server must have tokenized.
+    templated = (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n"
+    )
+    tokenizer = load_text_tokenizer(str(tiny_model))
+    prompt = tokenizer.encode(templated, add_special_tokens=False)
+    assert plain.usage.prompt_tokens == len(prompt)
+    engine = Engine(EngineConfig(model_path=str(tiny_model), kv_cache_tokens=1024, max_running_requests=2))
+    [ids] = engine.generate([prompt], SamplingFields(temperature=0, max_tokens=8, ignore_eos=True))
+    # Random weights emit odd bytes: the front holds back a character still incomplete when the reply ends.
+    assert plain.choices[0].message.content.rstrip("\ufffd") == tokenizer.decode(ids).rstrip("\ufffd")
+    assert plain.usage.completion_tokens == 8
     chunks = list(
         client.chat.completions.create(
-            model="tiny", messages=messages, max_tokens=8, temperature=0, stream=True
+            model="tiny", messages=messages, max_tokens=8, temperature=0, extra_body=NO_EOS, stream=True
         )
     )
     assert chunks[0].choices[0].delta.role == "assistant"
@@ -122,6 +153,10 @@ def test_chat_completion_plain_and_streamed(client):
     "body, status, param",
     [
         ({"model": "tiny", "prompt": "x", "temperature": 5}, 400, "temperature"),
+        ({"model": "tiny", "prompt": "x", "top_p": 0}, 400, "top_p"),
+        ({"model": "tiny", "prompt": "x", "seed": -1}, 400, "seed"),
+        ({"model": "tiny", "prompt": "x", "stop_token_ids": [1, -5]}, 400, "stop_token_ids"),
+        ({"model": "tiny", "prompt": "x", "logprobs": 21}, 400, "logprobs"),
         ({"model": "tiny", "prompt": "x", "max_tokens": 0}, 400, "max_tokens"),
         ({"model": "tiny"}, 400, "prompt"),
         ({"model": "nope", "prompt": "x"}, 404, "model"),

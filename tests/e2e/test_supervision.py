@@ -1,4 +1,4 @@
-"""The launcher's supervision: readiness, deaths, no orphans, draining shutdown, data parallelism."""
+"""The launcher's supervision: readiness, deaths, no orphans, draining shutdown (dp policies: test_dp_policy)."""
 
 from __future__ import annotations
 
@@ -133,34 +133,3 @@ def test_startup_timeout_names_the_setting_and_missing_roles(tiny_model, tmp_pat
         assert "still missing:" in server.output
     finally:
         server.stop()
-
-
-@pytest.mark.parametrize("policy", ["round_robin", "shortest_queue"])
-def test_two_replicas_behind_the_dp_controller(tiny_model, tmp_path, policy):
-    config = tiny_config(tiny_model, parallel={"dp_size": 2, "load_balance": policy})
-    with ServeProcess(tmp_path, config) as server:
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=60)
-        texts = set()
-        threads = []
-
-        def ask():
-            response = client.completions.create(
-                model="tiny",
-                prompt="Hello world",
-                max_tokens=6,
-                temperature=0,
-                extra_body={"ignore_eos": True},
-            )
-            texts.add(response.choices[0].text)
-
-        for _ in range(6):
-            threads.append(threading.Thread(target=ask))
-            threads[-1].start()
-        for thread in threads:
-            thread.join(60)
-        assert len(texts) == 1  # same weights, greedy: every replica answers alike
-        processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
-        roles = sorted((p["role"], p.get("instance")) for p in processes)
-        assert ("dp_controller", 0) in roles and ("scheduler", 1) in roles
-        text = httpx.get(server.url + "/metrics").text
-        assert 'roleserve_scheduler_running_requests{role="scheduler",instance="1"}' in text

@@ -25,11 +25,11 @@ def test_compiled_read_outside_projection_still_fails_closed():
     publish_as(resolve(environ={}), "tokenizer")
     torch._dynamo.reset()
     strict = torch.compile(ScaledByConfig(), fullgraph=True, backend="eager")
-    with pytest.raises(Exception, match=r"NamespaceNotProjected\('tokenizer', 'exec'"):
+    with pytest.raises(Exception, match=r"NamespaceNotProjected\('tokenizer', 'schedule'"):
         strict(torch.ones(2))
     torch._dynamo.reset()
     lenient = torch.compile(ScaledByConfig(), backend="eager")
-    with pytest.raises(NamespaceNotProjected, match="role 'tokenizer' may not read namespace 'exec'"):
+    with pytest.raises(NamespaceNotProjected, match="role 'tokenizer' may not read namespace 'schedule'"):
         lenient(torch.ones(2))
 
 

@@ -9,8 +9,8 @@ import random
 import pytest
 from scheduler_fakes import RecallModel, expected_greedy, fake_shape
 
+from roles.protocol import SamplingFields
 from roles.scheduler.engine import Engine, EngineConfig
-from roles.scheduler.request import SamplingParams
 
 
 def make_engine(**overrides) -> tuple[Engine, RecallModel]:
@@ -19,8 +19,8 @@ def make_engine(**overrides) -> tuple[Engine, RecallModel]:
     return Engine(EngineConfig(**{**settings, **overrides}), (model, fake_shape())), model
 
 
-def greedy(max_tokens: int) -> SamplingParams:
-    return SamplingParams(temperature=0, max_tokens=max_tokens)
+def greedy(max_tokens: int) -> SamplingFields:
+    return SamplingFields(temperature=0, max_tokens=max_tokens)
 
 
 def random_prompts(count: int, seed: int, max_len: int = 40) -> list[list[int]]:

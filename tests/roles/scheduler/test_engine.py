@@ -6,11 +6,11 @@ import random
 import pytest
 from scheduler_fakes import RecallModel, expected_greedy, fake_shape
 
+from roles.protocol import SamplingFields
 from roles.scheduler.engine import Engine, EngineConfig
-from roles.scheduler.request import SamplingParams
 from tests.tiny_checkpoint import write_tiny_llama
 
-GREEDY = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+GREEDY = SamplingFields(temperature=0, max_tokens=12, ignore_eos=True)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +55,8 @@ def test_stop_tokens_max_tokens_and_eos_end_a_request_with_the_right_reason(tiny
     free_run = engine.generate([prompt], GREEDY)[0]
     stop_at = free_run[5]
     first = free_run.index(stop_at)
-    engine.add_request("stop", prompt, SamplingParams(temperature=0, max_tokens=12, stop_token_ids=[stop_at]))
-    engine.add_request("length", prompt, SamplingParams(temperature=0, max_tokens=3, ignore_eos=True))
+    engine.add_request("stop", prompt, SamplingFields(temperature=0, max_tokens=12, stop_token_ids=[stop_at]))
+    engine.add_request("length", prompt, SamplingFields(temperature=0, max_tokens=3, ignore_eos=True))
     outputs = {}
     while engine.has_unfinished():
         for output in engine.step():
@@ -67,10 +67,10 @@ def test_stop_tokens_max_tokens_and_eos_end_a_request_with_the_right_reason(tiny
 
     eos_model = RecallModel(eos_token_ids=(expected_greedy([1, 2], 4)[2],))
     eos_engine = Engine(EngineConfig(kv_cache_tokens=256, page_size=4), (eos_model, fake_shape()))
-    assert eos_engine.generate([[1, 2]], SamplingParams(temperature=0, max_tokens=10)) == [
+    assert eos_engine.generate([[1, 2]], SamplingFields(temperature=0, max_tokens=10)) == [
         expected_greedy([1, 2], 3)
     ]
-    ignoring = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+    ignoring = SamplingFields(temperature=0, max_tokens=10, ignore_eos=True)
     assert len(eos_engine.generate([[1, 2]], ignoring)[0]) == 10
 
 
@@ -78,7 +78,7 @@ def test_generation_never_runs_past_the_context_length():
     engine = Engine(
         EngineConfig(kv_cache_tokens=256, page_size=4), (RecallModel(), fake_shape(context_length=10))
     )
-    engine.add_request("r", [1, 2, 3, 4, 5, 6], SamplingParams(temperature=0, max_tokens=100))
+    engine.add_request("r", [1, 2, 3, 4, 5, 6], SamplingFields(temperature=0, max_tokens=100))
     outputs = []
     while engine.has_unfinished():
         outputs.extend(engine.step())
@@ -91,8 +91,8 @@ def test_generation_never_runs_past_the_context_length():
 
 def test_logprobs_and_seeded_sampling_through_the_engine(tiny_path):
     prompts = mixed_prompts()
-    seeded = SamplingParams(temperature=1.0, top_p=0.95, seed=7, max_tokens=10, ignore_eos=True, logprobs=3)
-    others = SamplingParams(temperature=0.8, max_tokens=6, ignore_eos=True)
+    seeded = SamplingFields(temperature=1.0, top_p=0.95, seed=7, max_tokens=10, ignore_eos=True, logprobs=3)
+    others = SamplingFields(temperature=0.8, max_tokens=6, ignore_eos=True)
     alone = tiny_engine(tiny_path).generate([prompts[3]], seeded)[0]
     engine = tiny_engine(tiny_path)
     engine.add_request("seeded", prompts[3], seeded)
@@ -111,6 +111,6 @@ def test_logprobs_and_seeded_sampling_through_the_engine(tiny_path):
 def test_default_model_batched_greedy_equals_alone():
     engine = Engine(EngineConfig(model_path="smollm2", kv_cache_tokens=1024, max_running_requests=4))
     prompts = [[1, 9690, 198, 2683, 359, 253], [1, 4093, 314, 253, 1345, 30, 378, 1790, 314, 216]]
-    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    params = SamplingFields(temperature=0, max_tokens=6, ignore_eos=True)
     batched = engine.generate(prompts, params)
     assert batched == [engine.generate([p], params)[0] for p in prompts]

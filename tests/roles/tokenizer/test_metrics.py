@@ -1,3 +1,4 @@
+from roles.protocol import LoadReport
 from roles.tokenizer.metrics import ServingMetrics
 
 
@@ -8,7 +9,7 @@ def test_prometheus_text_has_labelled_counters_gauges_and_cumulative_histograms(
     metrics.ttft.observe(0.02, "tokenizer")
     metrics.ttft.observe(3.0, "tokenizer")
     metrics.update_scheduler_load(
-        {0: {"num_waiting": 4, "num_running": 2, "num_kv_pages_used": 5, "num_kv_pages_total": 10}}
+        {0: LoadReport(0, num_running=2, num_waiting=4, num_kv_pages_used=5, num_kv_pages_total=10)}
     )
     text = metrics.render()
     assert 'roleserve_requests_total{role="tokenizer",endpoint="/v1/completions",status="200"} 2' in text

@@ -7,10 +7,10 @@ import zmq
 
 from roles.model_files import gguf_checkpoint
 from roles.model_files.model_path import resolve_model_path
+from roles.protocol import SamplingFields
 from roles.scheduler.engine import Engine, EngineConfig
 from roles.scheduler.models.llama import load_model, model_from_state
 from roles.scheduler.models.shared_model import load_shared_model
-from roles.scheduler.request import SamplingParams
 from roles.shared_weights.client import WeightCacheUnavailable
 from roles.shared_weights.identity import identity_of
 from roles.shared_weights.segment import MappedSegment, segment_exists
@@ -52,7 +52,7 @@ def test_model_around_the_stores_segment_decodes_like_one_loaded_from_disk(tiny,
         mapped = MappedSegment(answer.segment)
         rebuilt = model_from_state(shape, model.weight_dtype, mapped.tensors(answer.tensors))
         assert answer.shape == shape.__dict__ and answer.eos_token_ids == sorted(model.eos_token_ids)
-        params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+        params = SamplingFields(temperature=0, max_tokens=24, ignore_eos=True)
         config = EngineConfig(model_path=str(tiny), weight_dtype=weight_dtype, kv_cache_tokens=2048)
         prompts = [[5, 6, 7, 8], [40, 41]]
         ours = Engine(config, (model, shape)).generate(prompts, params)
