@@ -21,7 +21,8 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from roles.protocol import SamplingFields  # noqa: E402
-from roles.scheduler.engine import Engine, EngineConfig  # noqa: E402
+from roles.scheduler.engine import Engine  # noqa: E402
+from roles.scheduler.engine_settings import engine_config  # noqa: E402
 from roles.scheduler.models.llama import load_model  # noqa: E402
 from roles.scheduler.step_inputs import build_forward_batch  # noqa: E402
 
@@ -39,7 +40,7 @@ def best_of(function, steps: int, repeats: int = 7) -> float:
 
 def decode_batch(model, shape, batch_size: int, context: int):
     """An engine whose batch_size requests have `context` tokens cached, and their next decode step."""
-    engine = Engine(EngineConfig(kv_cache_tokens=batch_size * (context + 64)), (model, shape))
+    engine = Engine(engine_config(kv_cache_tokens=batch_size * (context + 64)), (model, shape))
     params = SamplingFields(temperature=0, max_tokens=32, ignore_eos=True)
     for i in range(batch_size):
         engine.add_request(f"r{i}", [(100 + 7 * i + j) % 20000 for j in range(context)], params)

@@ -23,7 +23,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from roles.model_files.model_path import resolve_model_path  # noqa: E402
 from roles.protocol import SamplingFields  # noqa: E402
-from roles.scheduler.engine import Engine, EngineConfig  # noqa: E402
+from roles.scheduler.engine import Engine  # noqa: E402
+from roles.scheduler.engine_settings import engine_config  # noqa: E402
 
 CONCURRENCIES = (8, 32)
 
@@ -36,7 +37,7 @@ def make_prompts(count: int, seed: int) -> list[list[int]]:
 def bench_ours(args, num_new: int) -> dict[str, float]:
     started = time.perf_counter()
     engine = Engine(
-        EngineConfig(
+        engine_config(
             model_path="smollm2",
             weight_dtype=args.weight_dtype,
             threads=args.threads,

@@ -146,10 +146,11 @@ def engine_tok_s(
 ) -> float:
     """The same requests on the in-process engine, `concurrency` at a time."""
     from roles.protocol import SamplingFields
-    from roles.scheduler.engine import Engine, EngineConfig
+    from roles.scheduler.engine import Engine
+    from roles.scheduler.engine_settings import engine_config
 
     engine = Engine(
-        EngineConfig(
+        engine_config(
             model_path="smollm2",
             weight_dtype=weight_dtype,
             max_running_requests=max(concurrency, 1),

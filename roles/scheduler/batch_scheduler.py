@@ -7,7 +7,7 @@ of the budget admits waiting requests FCFS (after prefix-cache lookup), bounded 
 running request is preempted: its pages are released and it goes back to the front of the queue to be
 recomputed (its full pages usually survive in the prefix cache, so recompute is mostly cache hits).
 
-Admission into the queue is bounded too: with ``max_queued_requests`` set, the scheduler holds at most
+Admission into the queue is bounded too: the scheduler holds at most
 ``max_running_requests + max_queued_requests`` unfinished requests and ``add`` refuses the next one
 (QueueFull), whoever sent it.
 """
@@ -47,7 +47,7 @@ class BatchScheduler:
         prefix_cache: PrefixCache,
         max_running_requests: int,
         chunked_prefill_size: int,
-        max_queued_requests: int | None = None,  # None: no bound (in-process use)
+        max_queued_requests: int,
     ):
         if max_running_requests < 1:
             raise ValueError(f"max_running_requests must be >= 1; got {max_running_requests}")
@@ -72,8 +72,6 @@ class BatchScheduler:
 
     @property
     def is_full(self) -> bool:
-        if self.max_queued_requests is None:
-            return False
         return self.num_unfinished >= self.max_running_requests + self.max_queued_requests
 
     def add(self, request: Request) -> None:

@@ -27,15 +27,18 @@ from roles.scheduler.step_inputs import build_forward_batch
 
 @dataclass
 class EngineConfig:
-    model_path: str = "smollm2"
-    weight_dtype: str = "auto"
-    threads: int | None = None
-    max_running_requests: int = 32
-    max_queued_requests: int | None = None  # None: no bound; the server passes schedule.max_queued_requests
-    chunked_prefill_size: int = 512  # new tokens per step, prefill chunks and decodes together
-    kv_cache_tokens: int = 16384  # KV budget; kv_cache_tokens // page_size pages are usable
-    page_size: int = 16
-    enable_prefix_cache: bool = True
+    """What the engine is built from. No defaults of its own: the server fills it from the scheduler's bags
+    and in-process users from the declarations (see engine_settings), so the two can never disagree."""
+
+    model_path: str
+    weight_dtype: str
+    threads: int  # 0: leave torch's thread count as it is
+    max_running_requests: int
+    max_queued_requests: int  # waiting beyond the running ones; past both, submit raises QueueFull
+    chunked_prefill_size: int  # new tokens per step, prefill chunks and decodes together
+    kv_cache_tokens: int  # KV budget; kv_cache_tokens // page_size pages are usable
+    page_size: int
+    enable_prefix_cache: bool
 
 
 @dataclass
@@ -63,7 +66,7 @@ class Engine:
             from roles.scheduler.models.llama import load_model
 
             model_and_shape = load_model(
-                config.model_path, weight_dtype=config.weight_dtype, threads=config.threads
+                config.model_path, weight_dtype=config.weight_dtype, threads=config.threads or None
             )
         self.config = config
         self.model, self.shape = model_and_shape

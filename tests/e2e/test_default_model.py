@@ -8,7 +8,8 @@ import pytest
 from serve_harness import ServeProcess
 
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine, EngineConfig
+from roles.scheduler.engine import Engine
+from roles.scheduler.engine_settings import engine_config
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 
 PROMPT = "The three primary colors are"
@@ -28,7 +29,7 @@ def client(server):
 
 @pytest.fixture(scope="module")
 def engine():
-    return Engine(EngineConfig(model_path="smollm2", kv_cache_tokens=2048, max_running_requests=2))
+    return Engine(engine_config(model_path="smollm2", kv_cache_tokens=2048, max_running_requests=2))
 
 
 @pytest.fixture(scope="module")

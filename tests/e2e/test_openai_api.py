@@ -9,7 +9,8 @@ from serve_harness import ServeProcess
 
 from conftest import tiny_config
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine, EngineConfig
+from roles.scheduler.engine import Engine
+from roles.scheduler.engine_settings import engine_config
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 
 NO_EOS = {"ignore_eos": True}
@@ -131,7 +132,7 @@ def test_chat_applies_the_template_and_answers_like_the_engine_on_the_templated_
     tokenizer = load_text_tokenizer(str(tiny_model))
     prompt = tokenizer.encode(templated, add_special_tokens=False)
     assert plain.usage.prompt_tokens == len(prompt)
-    engine = Engine(EngineConfig(model_path=str(tiny_model), kv_cache_tokens=1024, max_running_requests=2))
+    engine = Engine(engine_config(model_path=str(tiny_model), kv_cache_tokens=1024, max_running_requests=2))
     [ids] = engine.generate([prompt], SamplingFields(temperature=0, max_tokens=8, ignore_eos=True))
     # Random weights emit odd bytes: the front holds back a character still incomplete when the reply ends.
     assert plain.choices[0].message.content.rstrip("\ufffd") == tokenizer.decode(ids).rstrip("\ufffd")

@@ -23,8 +23,10 @@ from roles.protocol import (
     result_decoder,
 )
 from roles.scheduler.batch_scheduler import QueueFull
-from roles.scheduler.engine import Engine, EngineConfig
+from roles.scheduler.engine import Engine
+from roles.scheduler.engine_settings import engine_config
 from roles.scheduler.process import SchedulerServer
+from roles.scheduler.role import ROLE
 from tests.tiny_checkpoint import write_tiny_llama
 
 LONG = SamplingFields(temperature=0, max_tokens=1000, ignore_eos=True)
@@ -35,8 +37,8 @@ def tiny_path(tmp_path_factory) -> str:
     return str(write_tiny_llama(tmp_path_factory.mktemp("tiny-llama")))
 
 
-def bounded_engine(path: str, max_running: int, max_queued: int | None) -> Engine:
-    config = EngineConfig(
+def bounded_engine(path: str, max_running: int, max_queued: int) -> Engine:
+    config = engine_config(
         model_path=path,
         max_running_requests=max_running,
         max_queued_requests=max_queued,
@@ -62,7 +64,7 @@ def test_the_engine_holds_running_plus_queued_and_refuses_the_next(tiny_path):
         engine.add_request("r4", [5, 6, 7], LONG)
 
 
-def test_a_finished_request_makes_room_and_no_bound_means_no_refusal(tiny_path):
+def test_a_finished_request_makes_room_and_the_bound_is_running_plus_queued(tiny_path):
     engine = bounded_engine(tiny_path, max_running=1, max_queued=0)
     engine.add_request("short", [5, 6], SamplingFields(temperature=0, max_tokens=2, ignore_eos=True))
     with pytest.raises(QueueFull):
@@ -70,10 +72,12 @@ def test_a_finished_request_makes_room_and_no_bound_means_no_refusal(tiny_path):
     while engine.has_unfinished():
         engine.step()
     engine.add_request("next", [5, 6], LONG)
-    unbounded = bounded_engine(tiny_path, max_running=1, max_queued=None)
+    roomy = bounded_engine(tiny_path, max_running=1, max_queued=49)
     for i in range(50):
-        unbounded.add_request(f"r{i}", [5, 6], LONG)
-    assert unbounded.stats()["num_waiting"] == 50
+        roomy.add_request(f"r{i}", [5, 6], LONG)
+    assert roomy.stats()["num_waiting"] == 50  # nothing has run yet: all 50 wait
+    with pytest.raises(QueueFull):
+        roomy.add_request("r50", [5, 6], LONG)
 
 
 class TokenizerEnds:
@@ -101,7 +105,7 @@ class TokenizerEnds:
 def server_and_tokenizers(tiny_path):
     runtime_dir = tempfile.mkdtemp(prefix="rs-")  # short: ipc paths are limited to ~100 characters
     endpoints = Endpoints(runtime_dir, num_tokenizers=2, dp_size=1)
-    link = ChildLink(ChildSpec("scheduler", 0, "roles.scheduler.process:main"), endpoints)
+    link = ChildLink(ChildSpec(ROLE.name, 0, ROLE.entry, ROLE.projection), endpoints)
     server = SchedulerServer(link, bounded_engine(tiny_path, max_running=1, max_queued=1))
     tokenizers = TokenizerEnds(endpoints, link.zmq_context)
     yield server, tokenizers

@@ -10,13 +10,14 @@ import pytest
 from scheduler_fakes import RecallModel, expected_greedy, fake_shape
 
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine, EngineConfig
+from roles.scheduler.engine import Engine
+from roles.scheduler.engine_settings import engine_config
 
 
 def make_engine(**overrides) -> tuple[Engine, RecallModel]:
     settings = dict(max_running_requests=4, chunked_prefill_size=64, kv_cache_tokens=512, page_size=4)
     model = RecallModel()
-    return Engine(EngineConfig(**{**settings, **overrides}), (model, fake_shape())), model
+    return Engine(engine_config(**{**settings, **overrides}), (model, fake_shape())), model
 
 
 def greedy(max_tokens: int) -> SamplingFields:

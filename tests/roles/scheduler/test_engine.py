@@ -7,7 +7,8 @@ import pytest
 from scheduler_fakes import RecallModel, expected_greedy, fake_shape
 
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine, EngineConfig
+from roles.scheduler.engine import Engine
+from roles.scheduler.engine_settings import engine_config
 from tests.tiny_checkpoint import write_tiny_llama
 
 GREEDY = SamplingFields(temperature=0, max_tokens=12, ignore_eos=True)
@@ -20,7 +21,7 @@ def tiny_path(tmp_path_factory) -> str:
 
 def tiny_engine(path: str, **overrides) -> Engine:
     settings = dict(max_running_requests=8, chunked_prefill_size=48, kv_cache_tokens=4096, page_size=8)
-    return Engine(EngineConfig(model_path=path, **{**settings, **overrides}))
+    return Engine(engine_config(model_path=path, **{**settings, **overrides}))
 
 
 def mixed_prompts(count: int = 7, seed: int = 0) -> list[list[int]]:
@@ -66,7 +67,7 @@ def test_stop_tokens_max_tokens_and_eos_end_a_request_with_the_right_reason(tiny
     assert [o.finish_reason for o in outputs["length"]] == [None, None, "length"]
 
     eos_model = RecallModel(eos_token_ids=(expected_greedy([1, 2], 4)[2],))
-    eos_engine = Engine(EngineConfig(kv_cache_tokens=256, page_size=4), (eos_model, fake_shape()))
+    eos_engine = Engine(engine_config(kv_cache_tokens=256, page_size=4), (eos_model, fake_shape()))
     assert eos_engine.generate([[1, 2]], SamplingFields(temperature=0, max_tokens=10)) == [
         expected_greedy([1, 2], 3)
     ]
@@ -76,7 +77,7 @@ def test_stop_tokens_max_tokens_and_eos_end_a_request_with_the_right_reason(tiny
 
 def test_generation_never_runs_past_the_context_length():
     engine = Engine(
-        EngineConfig(kv_cache_tokens=256, page_size=4), (RecallModel(), fake_shape(context_length=10))
+        engine_config(kv_cache_tokens=256, page_size=4), (RecallModel(), fake_shape(context_length=10))
     )
     engine.add_request("r", [1, 2, 3, 4, 5, 6], SamplingFields(temperature=0, max_tokens=100))
     outputs = []
@@ -109,7 +110,7 @@ def test_logprobs_and_seeded_sampling_through_the_engine(tiny_path):
 
 
 def test_default_model_batched_greedy_equals_alone():
-    engine = Engine(EngineConfig(model_path="smollm2", kv_cache_tokens=1024, max_running_requests=4))
+    engine = Engine(engine_config(model_path="smollm2", kv_cache_tokens=1024, max_running_requests=4))
     prompts = [[1, 9690, 198, 2683, 359, 253], [1, 4093, 314, 253, 1345, 30, 378, 1790, 314, 216]]
     params = SamplingFields(temperature=0, max_tokens=6, ignore_eos=True)
     batched = engine.generate(prompts, params)

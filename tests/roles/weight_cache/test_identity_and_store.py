@@ -8,7 +8,8 @@ import zmq
 from roles.model_files import gguf_checkpoint
 from roles.model_files.model_path import resolve_model_path
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine, EngineConfig
+from roles.scheduler.engine import Engine
+from roles.scheduler.engine_settings import engine_config
 from roles.scheduler.models.llama import load_model, model_from_state
 from roles.scheduler.models.shared_model import load_shared_model
 from roles.shared_weights.client import WeightCacheUnavailable
@@ -53,7 +54,7 @@ def test_model_around_the_stores_segment_decodes_like_one_loaded_from_disk(tiny,
         rebuilt = model_from_state(shape, model.weight_dtype, mapped.tensors(answer.tensors))
         assert answer.shape == shape.__dict__ and answer.eos_token_ids == sorted(model.eos_token_ids)
         params = SamplingFields(temperature=0, max_tokens=24, ignore_eos=True)
-        config = EngineConfig(model_path=str(tiny), weight_dtype=weight_dtype, kv_cache_tokens=2048)
+        config = engine_config(model_path=str(tiny), weight_dtype=weight_dtype, kv_cache_tokens=2048)
         prompts = [[5, 6, 7, 8], [40, 41]]
         ours = Engine(config, (model, shape)).generate(prompts, params)
         assert Engine(config, (rebuilt, shape)).generate(prompts, params) == ours
