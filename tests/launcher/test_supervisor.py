@@ -15,6 +15,8 @@ from runtime_context import publish, resolve
 from tests.launcher.child_entries import FOREIGN_FINGERPRINT
 
 DEADLINE_S = 60
+# A broken READY or exit handling would make start() or supervise() wait forever: fail instead.
+pytestmark = pytest.mark.timeout(5 * DEADLINE_S)
 
 
 def spec(instance: int, entry: str) -> ChildSpec:
