@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
 import signal
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -17,23 +15,10 @@ import openai
 import psutil
 import pytest
 from serve_harness import ServeProcess
+from server_probes import DEADLINE_S, paused, pid_of, wait_until
 
 from conftest import tiny_config
 from tests.tiny_checkpoint import write_tiny_llama
-
-DEADLINE_S = 60
-
-
-def pid_of(server: ServeProcess, role: str) -> int:
-    processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
-    return next(p["pid"] for p in processes if p["role"] == role)
-
-
-def wait_until(condition, what: str, server: ServeProcess) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {DEADLINE_S} s\n{server.output}"
-        time.sleep(0.02)
 
 
 def ready_pids(server: ServeProcess, name: str) -> set[int]:
@@ -114,16 +99,6 @@ def stream_long_request(url: str, first_token: threading.Event, result: dict) ->
                 result["finish_reason"] = chunk["choices"][0]["finish_reason"]
             if chunk.get("usage"):
                 result["usage"] = chunk["usage"]
-
-
-@contextlib.contextmanager
-def paused(pid: int):
-    """SIGSTOP a process for the block: whatever it was computing cannot finish meanwhile."""
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
 
 
 def test_sigterm_drains_in_flight_requests_then_exits_cleanly(slow_model, tmp_path):
