@@ -18,7 +18,6 @@ from serve_harness import ServeProcess
 from server_probes import DEADLINE_S, paused, pid_of, wait_until
 
 from conftest import tiny_config
-from tests.tiny_checkpoint import write_tiny_llama
 
 
 def ready_pids(server: ServeProcess, name: str) -> set[int]:
@@ -64,19 +63,6 @@ def test_sigkill_of_the_launcher_leaves_no_process_behind(tiny_model, tmp_path):
         assert alive == [], [p.pid for p in alive]
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def slow_model(tmp_path_factory):
-    """Wide enough that a 1900-token answer takes seconds, so the drain happens while it still runs."""
-    return write_tiny_llama(
-        tmp_path_factory.mktemp("slow-model"),
-        hidden_size=512,
-        intermediate_size=1536,
-        num_hidden_layers=8,
-        num_attention_heads=8,
-        num_key_value_heads=4,
-    )
 
 
 def stream_long_request(url: str, first_token: threading.Event, result: dict) -> None:
