@@ -93,8 +93,8 @@ class Supervisor:
         log.info("%s ready (pid %d)", name, message.pid)
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    def start(self) -> None:
-        specs = child_specs()
+    def start(self, specs: list[ChildSpec]) -> None:
+        """Spawn every child, then wait until each reported READY with the launcher's fingerprint."""
         for spec in specs:
             self.children.start(spec)
         timeout = self.settings.startup_timeout_s
@@ -181,7 +181,7 @@ def run_server(resolved: ResolvedConfig) -> int:
     http = get_http()
     code = 0
     try:
-        supervisor.start()
+        supervisor.start(child_specs())
         print(
             f"roleserve ready on http://{http.host}:{http.port} (config fingerprint {resolved.fingerprint[:16]})",
             flush=True,

@@ -78,6 +78,9 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
             raise OpenAIError(404, "metrics are disabled (observability.metrics: false)")
         state.metrics.update_scheduler_load(state.client.scheduler_load)
         state.metrics.in_flight.set(state.client.num_in_flight, "tokenizer", state.metrics.instance)
+        if state.embed_client is not None:
+            num_embeddings = len(state.embed_client.waiting)
+            state.metrics.embeddings_in_flight.set(num_embeddings, "tokenizer", state.metrics.instance)
         state.metrics.dropped_frames.set(state.client.frames.num_dropped, "tokenizer", state.metrics.instance)
         return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
 

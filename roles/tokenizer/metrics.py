@@ -102,6 +102,9 @@ class ServingMetrics:
         self.in_flight = Gauge(
             "roleserve_requests_in_flight", "Requests in flight in this tokenizer", ("role", "instance")
         )
+        self.embeddings_in_flight = Gauge(
+            "roleserve_embeddings_in_flight", "Embeddings waiting for an encoder", ("role", "instance")
+        )
         self.queue_depth = Gauge(
             "roleserve_scheduler_queue_depth", "Requests waiting in a scheduler", ("role", "instance")
         )
@@ -131,6 +134,7 @@ class ServingMetrics:
             self.prompt_tokens,
             self.generated_tokens,
             self.in_flight,
+            self.embeddings_in_flight,
             self.queue_depth,
             self.running,
             self.kv_usage,

@@ -12,6 +12,19 @@ def tiny_model(tmp_path_factory):
     return write_tiny_llama(tmp_path_factory.mktemp("tiny-model"))
 
 
+@pytest.fixture(scope="session")
+def slow_model(tmp_path_factory):
+    """Wide enough that a 1900-token answer takes seconds: time to act while a request still runs."""
+    return write_tiny_llama(
+        tmp_path_factory.mktemp("slow-model"),
+        hidden_size=512,
+        intermediate_size=1536,
+        num_hidden_layers=8,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+    )
+
+
 def tiny_config(model_path, **namespaces) -> dict:
     config = {
         "model": {"path": str(model_path), "served_name": "tiny"},

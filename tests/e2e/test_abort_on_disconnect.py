@@ -1,71 +1,117 @@
-"""A client that goes away aborts its request in the scheduler at once (streamed or not)."""
+"""A client that goes away aborts its request in the scheduler at once (streamed or not).
+
+Counted in requests, not seconds. A witness request starts first and streams; the leaving request starts
+later with as many tokens to generate, so had it run on it would end after the witness. Once the tokenizer
+has let go of the leaving request, a load of one request running while one (the witness) is still in flight
+proves the scheduler dropped the leaving one long before it could have finished: had it run on, the
+scheduler would run two until the witness ended, and one only when none is in flight.
+"""
 
 from __future__ import annotations
 
-import re
-import time
+import json
+import socket
+import threading
 
 import httpx
 import pytest
 from serve_harness import ServeProcess
+from server_probes import DEADLINE_S, metrics, paused, pid_of, wait_until
 
 from conftest import tiny_config
 
-LONG = {"model": "tiny", "prompt": "Hello", "max_tokens": 1900, "temperature": 0, "ignore_eos": True}
+WITNESS = {"model": "tiny", "prompt": "Hello", "max_tokens": 1900, "temperature": 0, "ignore_eos": True}
+LEAVING = {**WITNESS, "prompt": "Hello there"}
+SCHEDULER = '{role="scheduler",instance="0"}'
+TOKENIZER = '{role="tokenizer",instance="0"}'
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model, tmp_path_factory):
-    with ServeProcess(tmp_path_factory.mktemp("abort"), tiny_config(tiny_model)) as running:
+def server(slow_model, tmp_path_factory):
+    with ServeProcess(tmp_path_factory.mktemp("abort"), tiny_config(slow_model)) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
-def full_request_s(server) -> float:
-    """How long the long request takes when nobody leaves: an abort must free the scheduler far sooner."""
-    started = time.monotonic()
-    response = httpx.post(server.url + "/v1/completions", json=LONG, timeout=120)
-    assert response.json()["usage"]["completion_tokens"] == 1900
-    return time.monotonic() - started
+def scheduler(server) -> int:
+    return pid_of(server, "scheduler")
 
 
-def metric(server: ServeProcess, name: str) -> float:
-    text = httpx.get(server.url + "/metrics").text
-    match = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
-    return float(match.group(1)) if match else 0.0
+def load(server: ServeProcess) -> dict[str, float]:
+    now = metrics(server)
+    return {
+        "running": now.get("roleserve_scheduler_running_requests" + SCHEDULER, 0),
+        "waiting": now.get("roleserve_scheduler_queue_depth" + SCHEDULER, 0),
+        "in_flight": now.get("roleserve_requests_in_flight" + TOKENIZER, 0),
+    }
 
 
-def wait_until_idle(server: ServeProcess, timeout_s: float = 5) -> float:
-    started = time.monotonic()
-    running = 'roleserve_scheduler_running_requests{role="scheduler",instance="0"}'
-    while time.monotonic() - started < timeout_s:
-        if (
-            metric(server, running) == 0
-            and metric(server, 'roleserve_requests_in_flight{role="tokenizer",instance="0"}') == 0
-        ):
-            return time.monotonic() - started
-        time.sleep(0.01)
-    raise AssertionError("the scheduler still runs the request after the client left")
+class Witness(threading.Thread):
+    """The witness request, streamed until `stop` is set (leaving aborts it too)."""
+
+    def __init__(self, server: ServeProcess):
+        super().__init__(name="witness", daemon=True)
+        self.url = server.url
+        self.first_token, self.stop = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        body = {**WITNESS, "stream": True}
+        with httpx.stream("POST", self.url + "/v1/completions", json=body, timeout=120) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: {"):
+                    self.first_token.set()
+                if self.stop.is_set():
+                    return
 
 
-def test_streaming_disconnect_aborts(server, full_request_s):
+@pytest.fixture
+def witness(server):
+    wait_until(lambda: load(server)["in_flight"] == 0, "an idle server", server)
+    started = Witness(server)
+    started.start()
+    assert started.first_token.wait(DEADLINE_S), "the witness request never started streaming"
+    yield started
+    started.stop.set()
+    started.join(DEADLINE_S)
+    wait_until(lambda: load(server) == {"running": 0, "waiting": 0, "in_flight": 0}, "an idle server", server)
+
+
+def leave(server: ServeProcess, scheduler: int, close) -> None:
+    """Close the leaving client's connection with the scheduler paused until the tokenizer has let go of the
+    request: whatever the scheduler does next, the witness still has nearly all its tokens to go."""
+    with paused(scheduler):
+        close()
+        wait_until(lambda: load(server)["in_flight"] == 1, "the tokenizer letting go of the request", server)
+
+
+def assert_aborted_while_the_witness_runs(server: ServeProcess, witness: Witness) -> None:
+    def witness_runs_alone() -> bool:
+        now = load(server)
+        if now == {"running": 1, "waiting": 0, "in_flight": 1}:
+            return True
+        assert witness.is_alive(), f"the witness ended first: the request that left ran on ({now})"
+        return False
+
+    wait_until(witness_runs_alone, "the scheduler running the witness alone", server)
+
+
+def test_streaming_disconnect_aborts(server, scheduler, witness):
     with httpx.stream(
-        "POST", server.url + "/v1/completions", json={**LONG, "stream": True}, timeout=60
+        "POST", server.url + "/v1/completions", json={**LEAVING, "stream": True}, timeout=60
     ) as response:
         lines = response.iter_lines()
         received = [next(lines) for _ in range(6)]
-        assert any(line.startswith("data: ") for line in received)
-    left_at = time.monotonic()
-    wait_until_idle(server)
-    assert time.monotonic() - left_at < full_request_s / 2
+        assert any(line.startswith("data: ") for line in received)  # it runs in the scheduler
+        leave(server, scheduler, response.close)
+    assert_aborted_while_the_witness_runs(server, witness)
 
 
-def test_non_streaming_disconnect_aborts(server, full_request_s):
-    # The client leaves after an eighth of what the whole request takes, whatever the engine's speed.
-    started = time.monotonic()
-    with pytest.raises(httpx.ReadTimeout):
-        httpx.post(
-            server.url + "/v1/completions", json=LONG, timeout=httpx.Timeout(60, read=full_request_s / 8)
-        )
-    wait_until_idle(server)
-    assert time.monotonic() - started < full_request_s / 2
+def test_non_streaming_disconnect_aborts(server, scheduler, witness):
+    body = json.dumps(LEAVING).encode()
+    head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body)}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.port)) as client:
+        client.sendall(head.encode() + body)
+        wait_until(lambda: load(server)["running"] == 2, "both requests running", server)
+        leave(server, scheduler, client.close)
+    assert_aborted_while_the_witness_runs(server, witness)

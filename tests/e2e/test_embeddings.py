@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import threading
-import time
 
 import httpx
 import numpy as np
 import openai
 import pytest
 from serve_harness import ServeProcess
+from server_probes import metrics, paused, pid_of, wait_until
 
 from conftest import tiny_config
 from roles.encoder.encoder_model import EncoderModel
@@ -78,7 +78,7 @@ def test_bad_embedding_requests(server, body, status):
     assert response.json()["error"]["message"]
 
 
-def test_a_slow_embedding_batch_does_not_hold_up_completions(server):
+def test_an_embedding_batch_in_the_encoder_does_not_hold_up_completions(server):
     big = {
         "model": ENCODER,
         "input": [f"sentence number {i} " + "lorem ipsum dolor " * 40 for i in range(64)],
@@ -86,15 +86,20 @@ def test_a_slow_embedding_batch_does_not_hold_up_completions(server):
     done = {}
 
     def embed():
-        httpx.post(server.url + "/v1/embeddings", json=big, timeout=300).raise_for_status()
-        done["embedding"] = time.monotonic()
+        done["embedding"] = httpx.post(server.url + "/v1/embeddings", json=big, timeout=300)
 
-    worker = threading.Thread(target=embed)
-    worker.start()
-    time.sleep(0.2)  # the encoder is busy with the big batch now
-    body = {"model": "tiny", "prompt": "Hello", "max_tokens": 32, "temperature": 0, "ignore_eos": True}
-    response = httpx.post(server.url + "/v1/completions", json=body, timeout=120)
-    completed = time.monotonic()
+    worker = threading.Thread(target=embed, daemon=True)
+    waiting = 'roleserve_embeddings_in_flight{role="tokenizer",instance="0"}'
+    # The encoder is paused: the batch cannot finish before the completion, however fast either runs.
+    with paused(pid_of(server, "encoder")):
+        worker.start()
+        wait_until(
+            lambda: metrics(server).get(waiting) == 1, "the tokenizer waiting on the encoder's batch", server
+        )
+        body = {"model": "tiny", "prompt": "Hello", "max_tokens": 32, "temperature": 0, "ignore_eos": True}
+        response = httpx.post(server.url + "/v1/completions", json=body, timeout=120)
+        assert response.json()["usage"]["completion_tokens"] == 32
+        assert worker.is_alive() and "embedding" not in done
     worker.join(300)
-    assert response.json()["usage"]["completion_tokens"] == 32
-    assert completed < done["embedding"], "the completion waited for the embedding batch"
+    assert len(done["embedding"].json()["data"]) == 64
+    assert metrics(server)[waiting] == 0

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import threading
-import time
+from pathlib import Path
 
 import httpx
 import openai
 import psutil
 import pytest
 from serve_harness import ServeProcess
+from server_probes import DEADLINE_S, paused, pid_of, wait_until
 
 from conftest import tiny_config
-from tests.tiny_checkpoint import write_tiny_llama
 
 
-def pid_of(server: ServeProcess, role: str) -> int:
-    processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
-    return next(p["pid"] for p in processes if p["role"] == role)
+def ready_pids(server: ServeProcess, name: str) -> set[int]:
+    """The pids the launcher logged READY for under this child name (one per start)."""
+    return {int(pid) for pid in re.findall(rf"{re.escape(name)} ready \(pid (\d+)\)", server.output)}
 
 
 def test_killed_scheduler_brings_the_whole_server_down_naming_its_role(tiny_model, tmp_path):
@@ -28,28 +30,27 @@ def test_killed_scheduler_brings_the_whole_server_down_naming_its_role(tiny_mode
         scheduler = pid_of(server, "scheduler")
         children = server.children()
         os.kill(scheduler, signal.SIGKILL)
-        assert server.wait_exit(60) == 1
+        assert server.wait_exit(DEADLINE_S) == 1
         assert f"scheduler[0] (pid {scheduler}) was killed by signal SIGKILL" in server.output
         assert "out-of-memory" in server.output
         assert "launcher.restart_policy: never" in server.output
-        gone, alive = psutil.wait_procs(children, timeout=15)
+        gone, alive = psutil.wait_procs(children, timeout=DEADLINE_S)
         assert alive == []
 
 
 def test_on_failure_restarts_the_scheduler_and_serves_again(tiny_model, tmp_path):
     config = tiny_config(tiny_model, launcher={"restart_policy": "on-failure", "max_restarts": 1})
     with ServeProcess(tmp_path, config) as server:
-        os.kill(pid_of(server, "scheduler"), signal.SIGKILL)
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=30)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                client.completions.create(model="tiny", prompt="Hi", max_tokens=2)
-                break
-            except openai.APIError:
-                assert time.monotonic() < deadline, server.output
-                time.sleep(0.5)
-        assert "restarting it (1/1)" in server.output
+        killed = pid_of(server, "scheduler")
+        os.kill(killed, signal.SIGKILL)
+        wait_until(lambda: "restarting it (1/1)" in server.output, "the launcher's restart notice", server)
+        wait_until(
+            lambda: ready_pids(server, "scheduler[0]") - {killed}, "READY of the new scheduler", server
+        )
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=60)
+        response = client.completions.create(model="tiny", prompt="Hi", max_tokens=2)
+        assert response.usage.completion_tokens == 2
+        assert pid_of(server, "scheduler") != killed
 
 
 def test_sigkill_of_the_launcher_leaves_no_process_behind(tiny_model, tmp_path):
@@ -58,23 +59,10 @@ def test_sigkill_of_the_launcher_leaves_no_process_behind(tiny_model, tmp_path):
         children = server.children()
         assert len(children) >= 2
         os.kill(server.process.pid, signal.SIGKILL)
-        gone, alive = psutil.wait_procs(children, timeout=20)
+        gone, alive = psutil.wait_procs(children, timeout=DEADLINE_S)
         assert alive == [], [p.pid for p in alive]
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def slow_model(tmp_path_factory):
-    """Wide enough that a 1900-token answer takes seconds, so the drain happens while it still runs."""
-    return write_tiny_llama(
-        tmp_path_factory.mktemp("slow-model"),
-        hidden_size=512,
-        intermediate_size=1536,
-        num_hidden_layers=8,
-        num_attention_heads=8,
-        num_key_value_heads=4,
-    )
 
 
 def stream_long_request(url: str, first_token: threading.Event, result: dict) -> None:
@@ -108,28 +96,45 @@ def test_sigterm_drains_in_flight_requests_then_exits_cleanly(slow_model, tmp_pa
             target=stream_long_request, args=(server.url, first_token, result), daemon=True
         )
         worker.start()
-        assert first_token.wait(60), "the long request never started streaming"
-        server.process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while httpx.get(server.url + "/health", timeout=5).status_code != 503:
-            assert time.monotonic() < deadline, "/health did not turn 503 after SIGTERM"
-            time.sleep(0.01)
-        refused = httpx.post(server.url + "/v1/completions", json={"model": "tiny", "prompt": "x"}, timeout=5)
-        assert refused.status_code == 503
-        assert worker.is_alive(), "the request ended before the drain could be observed"
+        assert first_token.wait(DEADLINE_S), "the long request never started streaming"
+        # The scheduler is paused while the drain is observed, so the request is surely still in flight.
+        with paused(pid_of(server, "scheduler")):
+            server.process.send_signal(signal.SIGTERM)
+            wait_until(
+                lambda: httpx.get(server.url + "/health", timeout=5).status_code == 503,
+                "/health turning 503 after SIGTERM",
+                server,
+            )
+            refused = httpx.post(
+                server.url + "/v1/completions", json={"model": "tiny", "prompt": "x"}, timeout=5
+            )
+            assert refused.status_code == 503
+            assert worker.is_alive() and "finish_reason" not in result
         worker.join(120)
         assert result["finish_reason"] == "length"
         assert result["usage"]["completion_tokens"] == 1900
-        assert server.wait_exit(60) == 0
+        assert server.wait_exit(DEADLINE_S) == 0
         assert list(runtime_parent.iterdir()) == []  # the private runtime dir is removed
 
 
+def model_whose_weights_never_arrive(model, folder: Path) -> Path:
+    """The model's files, but its weights file is a FIFO nobody writes: a scheduler opening it waits forever."""
+    shutil.copytree(model, folder)
+    weights = folder / "model.safetensors"
+    weights.unlink()
+    os.mkfifo(weights)
+    return folder
+
+
 def test_startup_timeout_names_the_setting_and_missing_roles(tiny_model, tmp_path):
-    config = tiny_config(tiny_model, launcher={"startup_timeout_s": 1})
+    model = model_whose_weights_never_arrive(tiny_model, tmp_path / "model")
+    # With the context length given, the launcher itself never reads the checkpoint (only the scheduler does).
+    config = tiny_config(model, model={"context_length": 2048}, launcher={"startup_timeout_s": 5})
     server = ServeProcess(tmp_path, config).start(wait=False)
     try:
-        assert server.wait_exit(60) == 1
-        assert "launcher.startup_timeout_s=1s" in server.output
-        assert "still missing:" in server.output
+        assert server.wait_exit(DEADLINE_S) == 1
+        assert "not every role reported READY within launcher.startup_timeout_s=5s" in server.output
+        missing = server.output.split("still missing:")[1].splitlines()[0]
+        assert "scheduler[0]" in missing, server.output
     finally:
         server.stop()

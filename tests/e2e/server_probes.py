@@ -1,0 +1,43 @@
+"""Watch a running server without timing it: poll a condition under one generous deadline, read its metrics
+and its processes, pause one of them so what it computes cannot finish while the test looks."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+
+import httpx
+from serve_harness import ServeProcess
+
+DEADLINE_S = 60
+
+
+def wait_until(condition, what: str, server: ServeProcess, timeout_s: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:g} s\n{server.output}"
+        time.sleep(0.02)
+
+
+def metrics(server: ServeProcess) -> dict[str, float]:
+    """One /metrics snapshot: series (name with labels) -> value."""
+    text = httpx.get(server.url + "/metrics", timeout=30).text
+    return {name: float(value) for name, value in re.findall(r"^([^#\s]\S*) (\S+)$", text, re.MULTILINE)}
+
+
+def pid_of(server: ServeProcess, role: str) -> int:
+    processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
+    return next(p["pid"] for p in processes if p["role"] == role)
+
+
+@contextlib.contextmanager
+def paused(pid: int):
+    """SIGSTOP a process for the block: whatever it was computing cannot finish meanwhile."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)

@@ -1,0 +1,173 @@
+"""The real Supervisor over its real control socket, with tiny spawned children (tests/launcher/child_entries)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from launcher.supervisor import StartupFailed, Supervisor
+from roles.child_process import ChildSpec
+from runtime_context import publish, resolve
+from tests.launcher.child_entries import FOREIGN_FINGERPRINT
+
+DEADLINE_S = 60
+# A broken READY or exit handling would make start() or supervise() wait forever: fail instead.
+pytestmark = pytest.mark.timeout(5 * DEADLINE_S)
+
+
+def spec(instance: int, entry: str) -> ChildSpec:
+    return ChildSpec("test", instance, f"tests.launcher.child_entries:{entry}")
+
+
+@pytest.fixture
+def make_supervisor(tmp_path):
+    """A published launcher config and a Supervisor on it; every one made is shut down after the test."""
+    made: list[Supervisor] = []
+
+    def make(**launcher) -> Supervisor:
+        leaves = {"startup_timeout_s": DEADLINE_S, "runtime_dir": str(tmp_path / "run"), **launcher}
+        resolved = resolve(sets=[f"launcher.{key}={value}" for key, value in leaves.items()], environ={})
+        publish(resolved, role="launcher")
+        made.append(Supervisor(resolved))
+        return made[-1]
+
+    yield make
+    for supervisor in made:
+        if not supervisor.control.closed:
+            supervisor.shutdown()
+
+
+class SupervisingThread(threading.Thread):
+    """supervise() in the background while the test acts on the children; the test thread waits for it."""
+
+    def __init__(self, supervisor: Supervisor):
+        super().__init__(name="supervise", daemon=True)
+        self.supervisor = supervisor
+        self.code: int | None = None
+
+    def run(self) -> None:
+        self.code = self.supervisor.supervise()
+
+    def result(self) -> int:
+        self.join(DEADLINE_S)
+        if self.is_alive():
+            self.supervisor.stop_reason = "test deadline"
+            self.join(DEADLINE_S)
+            raise AssertionError(f"supervise() did not return within {DEADLINE_S} s")
+        assert self.code is not None
+        return self.code
+
+
+def pid_of(supervisor: Supervisor, name: str) -> int:
+    return supervisor.ready[name].pid
+
+
+def wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {DEADLINE_S} s"
+        time.sleep(0.05)
+
+
+def test_start_waits_for_every_ready_with_the_launchers_fingerprint(make_supervisor):
+    supervisor = make_supervisor()
+    supervisor.start([spec(0, "ready_role"), spec(1, "ready_role")])
+    assert sorted(supervisor.ready) == ["test[0]", "test[1]"]
+    for name, (_, process) in supervisor.children.by_name.items():
+        ready = supervisor.ready[name]
+        assert ready.pid == process.pid and process.is_alive()
+        assert ready.fingerprint == supervisor.resolved.fingerprint
+
+
+def test_a_ready_with_a_foreign_fingerprint_refuses_to_serve(make_supervisor):
+    supervisor = make_supervisor()
+    with pytest.raises(StartupFailed) as failure:
+        supervisor.start([spec(0, "ready_role"), spec(1, "foreign_config_role")])
+    pid = supervisor.children.by_name["test[1]"][1].pid
+    message = str(failure.value)
+    assert f"test[1] (pid {pid}) runs config fingerprint {FOREIGN_FINGERPRINT[:16]}" in message
+    assert f"the launcher resolved {supervisor.resolved.fingerprint[:16]}" in message
+    assert "refusing to serve with mixed configuration" in message
+    assert "test[1]" not in supervisor.ready
+
+
+def test_a_missing_ready_fails_startup_naming_the_setting_and_the_role(make_supervisor):
+    supervisor = make_supervisor(startup_timeout_s=1)
+    with pytest.raises(StartupFailed) as failure:
+        supervisor.start([spec(0, "ready_role"), spec(1, "silent_role")])
+    message = str(failure.value)
+    assert "not every role reported READY within launcher.startup_timeout_s=1s" in message
+    assert "still missing:" in message and "test[1]" in message.split("still missing:")[1]
+    assert "raise launcher.startup_timeout_s" in message
+
+
+def test_a_child_that_dies_during_startup_is_named_with_its_exit(make_supervisor):
+    supervisor = make_supervisor()
+    with pytest.raises(StartupFailed) as failure:
+        supervisor.start([spec(0, "ready_role"), spec(1, "failing_role")])
+    pid = supervisor.children.by_name["test[1]"][1].pid
+    assert str(failure.value) == f"test[1] (pid {pid}) exited with code 3 during startup"
+
+
+def test_a_signal_during_startup_interrupts_it(make_supervisor):
+    supervisor = make_supervisor()
+    supervisor.stop_reason = "SIGTERM"
+    with pytest.raises(StartupFailed, match=r"startup interrupted \(SIGTERM\)"):
+        supervisor.start([spec(0, "silent_role")])
+
+
+def test_a_child_exit_stops_the_whole_server_by_default(make_supervisor, capsys, tmp_path):
+    supervisor = make_supervisor()
+    supervisor.start([spec(0, "ready_role"), spec(1, "ready_role")])
+    victim, survivor = pid_of(supervisor, "test[0]"), supervisor.children.by_name["test[1]"][1]
+    watcher = SupervisingThread(supervisor)
+    watcher.start()
+    os.kill(victim, signal.SIGTERM)
+    assert watcher.result() == 1
+    assert (
+        f"roleserve: test[0] (pid {victim}) was killed by signal SIGTERM; shutting everything down "
+        "(launcher.restart_policy: never)"
+    ) in capsys.readouterr().err
+    assert "test[0]" not in supervisor.ready
+    supervisor.shutdown()
+    assert not survivor.is_alive()  # the other child is stopped too
+    assert list((tmp_path / "run").iterdir()) == []  # and the private runtime dir is gone
+
+
+def test_on_failure_restarts_the_child_until_max_restarts_is_used(make_supervisor, capsys):
+    supervisor = make_supervisor(restart_policy="on-failure", max_restarts=1)
+    supervisor.start([spec(0, "ready_role")])
+    first = pid_of(supervisor, "test[0]")
+    watcher = SupervisingThread(supervisor)
+    watcher.start()
+    os.kill(first, signal.SIGKILL)
+    wait_until(
+        lambda: "test[0]" in supervisor.ready and pid_of(supervisor, "test[0]") != first,
+        "a READY from the restarted test[0]",
+    )
+    second = pid_of(supervisor, "test[0]")
+    assert supervisor.children.by_name["test[0]"][1].pid == second
+    os.kill(second, signal.SIGKILL)
+    assert watcher.result() == 1
+    err = capsys.readouterr().err
+    assert f"roleserve: test[0] (pid {first}) was killed by signal SIGKILL" in err
+    assert "restarting it (1/1)" in err
+    assert f"roleserve: test[0] (pid {second}) was killed by signal SIGKILL" in err
+    assert "shutting everything down (1 restarts used)" in err
+
+
+def test_a_stop_request_ends_supervision_cleanly(make_supervisor):
+    supervisor = make_supervisor()
+    supervisor.start([spec(0, "ready_role")])
+    process = supervisor.children.by_name["test[0]"][1]
+    watcher = SupervisingThread(supervisor)
+    watcher.start()
+    supervisor.stop_reason = "SIGTERM"
+    assert watcher.result() == 0
+    assert process.is_alive()  # supervision ended; stopping the children is shutdown's work
+    supervisor.shutdown()
+    assert process.exitcode is not None
