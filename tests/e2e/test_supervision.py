@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 import openai
 import psutil
-import pytest
 from serve_harness import ServeProcess
 from server_probes import DEADLINE_S, paused, pid_of, wait_until
 

@@ -9,10 +9,12 @@ import time
 
 import pytest
 
+from launcher.role_list import LAUNCHER
 from launcher.supervisor import StartupFailed, Supervisor
 from roles.child_process import ChildSpec
 from runtime_context import publish, resolve
 from tests.launcher.child_entries import FOREIGN_FINGERPRINT
+from tests.publish_as import TEST_PROJECTION
 
 DEADLINE_S = 60
 # A broken READY or exit handling would make start() or supervise() wait forever: fail instead.
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.timeout(5 * DEADLINE_S)
 
 
 def spec(instance: int, entry: str) -> ChildSpec:
-    return ChildSpec("test", instance, f"tests.launcher.child_entries:{entry}")
+    return ChildSpec("test", instance, f"tests.launcher.child_entries:{entry}", TEST_PROJECTION)
 
 
 @pytest.fixture
@@ -31,7 +33,7 @@ def make_supervisor(tmp_path):
     def make(**launcher) -> Supervisor:
         leaves = {"startup_timeout_s": DEADLINE_S, "runtime_dir": str(tmp_path / "run"), **launcher}
         resolved = resolve(sets=[f"launcher.{key}={value}" for key, value in leaves.items()], environ={})
-        publish(resolved, role="launcher")
+        publish(resolved, role="launcher", projection=LAUNCHER.projection)
         made.append(Supervisor(resolved))
         return made[-1]
 
