@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from roles.dp_controller import ROLE as DP_CONTROLLER
+from roles.dp_controller.role import ROLE as DP_CONTROLLER
 from roles.encoder.role import ROLE as ENCODER
 from roles.role_description import RoleDescription
 from roles.scheduler.role import ROLE as SCHEDULER

@@ -7,7 +7,10 @@ from __future__ import annotations
 import ast
 import pathlib
 
-ROLE_PACKAGES = ("tokenizer", "scheduler", "encoder", "weight_cache", "dp_controller", "expert_backup")
+from launcher.role_list import ROLES
+
+# The package of every role the launcher runs, from its process entry (roles.<package>.<module>:<function>).
+ROLE_PACKAGES = tuple(role.entry.split(".")[1] for role in ROLES if role.entry is not None)
 ROLES_DIR = pathlib.Path(__file__).resolve().parents[2] / "roles"
 
 
@@ -65,7 +68,7 @@ def test_the_scanner_finds_imports_across_roles(tmp_path):
     roles = tmp_path / "roles"
     files = {
         "__init__.py": "",
-        "dp_controller.py": "import roles.tokenizer.app\n",
+        "dp_controller/process.py": "import roles.tokenizer.app\n",
         "shared_thing.py": "from roles.scheduler import engine\n",  # shared code is not a role
         "scheduler/__init__.py": "",
         "scheduler/process.py": "import roles.protocol\nfrom roles.scheduler.engine import Engine\n",
@@ -78,7 +81,7 @@ def test_the_scanner_finds_imports_across_roles(tmp_path):
         (roles / name).parent.mkdir(parents=True, exist_ok=True)
         (roles / name).write_text(source)
     assert layering_violations(roles) == [
-        "roles/dp_controller.py:1: role dp_controller imports roles.tokenizer.app",
+        "roles/dp_controller/process.py:1: role dp_controller imports roles.tokenizer.app",
         "roles/tokenizer/app.py:1: role tokenizer imports roles.scheduler",
         "roles/weight_cache/store.py:2: role weight_cache imports roles.scheduler.models.llama",
         "roles/weight_cache/sub/__init__.py:1: role weight_cache imports roles.encoder",

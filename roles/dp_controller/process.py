@@ -15,15 +15,7 @@ import zmq
 
 from roles.child_process import ChildLink
 from roles.protocol import Abort, FrameCounter, Generate, LoadReport, encode, request_decoder, result_decoder
-from roles.role_description import RoleDescription
 from runtime_context import get_parallel
-
-ROLE = RoleDescription(
-    "dp_controller",
-    ("parallel", "observability"),
-    "roles.dp_controller:main",
-    "dispatches requests to scheduler replicas: round_robin or shortest_queue",
-)
 
 log = logging.getLogger("roleserve.dp_controller")
 

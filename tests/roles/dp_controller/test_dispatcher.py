@@ -1,6 +1,6 @@
 import pytest
 
-from roles.dp_controller import Dispatcher
+from roles.dp_controller.process import Dispatcher
 
 
 def test_round_robin_cycles_and_routes_aborts_to_the_owner():

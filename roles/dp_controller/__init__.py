@@ -1,0 +1,1 @@
+"""The dp_controller role: routes requests across scheduler replicas."""
