@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+from multiprocessing.process import BaseProcess
 
 import zmq
 
@@ -63,6 +64,7 @@ class Supervisor:
         self.gatherer = InspectGatherer(self.control)
         self.frames = FrameCounter()
         self.ready: dict[str, Ready] = {}
+        self.last_heard: dict[str, float] = {}  # child name -> monotonic time of its latest control message
         self.stop_reason: str | None = None
 
     # -- control channel ----------------------------------------------------------------------------
@@ -72,6 +74,7 @@ class Supervisor:
             return
         while self.control.poll(0):
             sender, frame = self.control.recv_multipart()
+            self.last_heard[sender.decode()] = time.monotonic()
             message = self.frames.decode(control_decoder, frame)
             if isinstance(message, Ready):
                 self.on_ready(sender.decode(), message)
@@ -80,7 +83,7 @@ class Supervisor:
             elif isinstance(message, InspectReply):
                 self.gatherer.on_reply(sender, message)
             elif isinstance(message, Heartbeat):
-                pass  # pure liveness (role, instance); deaths are seen from exit codes for now
+                pass  # pure liveness: hearing from the child (recorded above) is all it says
         self.gatherer.tick()
 
     def on_ready(self, name: str, message: Ready) -> None:
@@ -90,6 +93,7 @@ class Supervisor:
                 f"resolved {self.resolved.fingerprint[:16]}: refusing to serve with mixed configuration"
             )
         self.ready[name] = message
+        self.last_heard[name] = time.monotonic()
         log.info("%s ready (pid %d)", name, message.pid)
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -123,26 +127,47 @@ class Supervisor:
             self.poll_control(100)
 
     def supervise(self) -> int:
-        policy, max_restarts = self.settings.restart_policy, self.settings.max_restarts
         while self.stop_reason is None:
             self.poll_control(100)
             for spec, process in self.children.exited():
-                what = f"{spec.name} (pid {process.pid}) {describe_exit(process.exitcode)}"
-                self.ready.pop(spec.name, None)
-                restarts = self.children.num_restarts.get(spec.name, 0)
-                if policy == "on-failure" and restarts < max_restarts:
-                    self.children.num_restarts[spec.name] = restarts + 1
-                    print(
-                        f"roleserve: {what}; restarting it ({restarts + 1}/{max_restarts})", file=sys.stderr
-                    )
-                    self.children.start(spec)
-                    continue
-                detail = (
-                    "launcher.restart_policy: never" if policy == "never" else f"{max_restarts} restarts used"
+                if not self.on_failure(
+                    spec, f"{spec.name} (pid {process.pid}) {describe_exit(process.exitcode)}"
+                ):
+                    return 1
+            for spec, process, silent_s in self.hung():
+                process.kill()  # SIGKILL: a stopped process cannot act on anything gentler
+                process.join(5)
+                timeout = self.settings.heartbeat_timeout_s
+                what = (
+                    f"{spec.name} (pid {process.pid}) sent no heartbeat for {silent_s:.1f} s "
+                    f"(launcher.heartbeat_timeout_s = {timeout:g}): hung or stopped"
                 )
-                print(f"roleserve: {what}; shutting everything down ({detail})", file=sys.stderr)
-                return 1
+                if not self.on_failure(spec, what):
+                    return 1
         return 0
+
+    def hung(self) -> list[tuple[ChildSpec, BaseProcess, float]]:
+        """The ready children silent for longer than launcher.heartbeat_timeout_s, with how long they were."""
+        now, timeout = time.monotonic(), self.settings.heartbeat_timeout_s
+        silent = [(name, now - self.last_heard.get(name, now)) for name in self.ready]
+        return [(*self.children.by_name[name], s) for name, s in silent if s > timeout]
+
+    def on_failure(self, spec: ChildSpec, what: str) -> bool:
+        """A child died or hung (`what` says which): restart it under the policy, or say why everything stops.
+
+        True when supervision goes on (it was restarted), False when the server must stop."""
+        policy, max_restarts = self.settings.restart_policy, self.settings.max_restarts
+        self.ready.pop(spec.name, None)
+        self.last_heard.pop(spec.name, None)
+        restarts = self.children.num_restarts.get(spec.name, 0)
+        if policy == "on-failure" and restarts < max_restarts:
+            self.children.num_restarts[spec.name] = restarts + 1
+            print(f"roleserve: {what}; restarting it ({restarts + 1}/{max_restarts})", file=sys.stderr)
+            self.children.start(spec)
+            return True
+        detail = "launcher.restart_policy: never" if policy == "never" else f"{max_restarts} restarts used"
+        print(f"roleserve: {what}; shutting everything down ({detail})", file=sys.stderr)
+        return False
 
     def shutdown(self) -> None:
         drain = self.settings.shutdown_timeout_s

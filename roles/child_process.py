@@ -34,6 +34,8 @@ from runtime_context import ResolvedConfig, get_context, publish
 from runtime_context.inspect_report import live_entry
 
 _PR_SET_PDEATHSIG = 1
+# How often a child says it is alive: a few times within the shortest launcher.heartbeat_timeout_s (1 s).
+HEARTBEAT_EVERY_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -94,10 +96,13 @@ class ChildLink:
             )
         )
 
-    def heartbeat(self, every_s: float = 1.0) -> None:
-        """Tell the launcher this process is alive; cheap to call every loop turn (sends once per every_s)."""
+    def heartbeat(self) -> None:
+        """Tell the launcher this process is alive; cheap to call every loop turn (sends once per HEARTBEAT_EVERY_S).
+
+        A loop must call it at least every second or so: the launcher takes a ready child that stays silent for
+        launcher.heartbeat_timeout_s for hung, so no loop may block longer than that without calling it."""
         now = time.monotonic()
-        if now - self._last_heartbeat >= every_s:
+        if now - self._last_heartbeat >= HEARTBEAT_EVERY_S:
             self._last_heartbeat = now
             self.control.send(encode(Heartbeat(self.spec.role, self.spec.instance)))
 

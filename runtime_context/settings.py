@@ -230,6 +230,14 @@ _declare(
 _declare("launcher", "max_restarts", int, 3, "Restarts per role under on-failure.", minimum=0)
 _declare(
     "launcher",
+    "heartbeat_timeout_s",
+    float,
+    30.0,
+    "A ready child silent this long is hung: handled as a dead one (a model step takes a few seconds at most).",
+    minimum=1,
+)
+_declare(
+    "launcher",
     "runtime_dir",
     str,
     None,

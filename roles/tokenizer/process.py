@@ -15,7 +15,7 @@ import uvloop
 import zmq
 import zmq.asyncio
 
-from roles.child_process import ChildLink
+from roles.child_process import HEARTBEAT_EVERY_S, ChildLink
 from roles.protocol import Heartbeat, InspectQuery, InspectReply, Shutdown, control_decoder, encode
 from roles.tokenizer.app import create_app
 from roles.tokenizer.embed_client import EmbedClient
@@ -87,7 +87,7 @@ class ControlChannel:
     async def heartbeat(self) -> None:
         while True:
             await self.socket.send(encode(Heartbeat(self.link.spec.role, self.link.spec.instance)))
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(HEARTBEAT_EVERY_S)
 
 
 async def serve(link: ChildLink) -> None:

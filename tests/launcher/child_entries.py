@@ -16,9 +16,11 @@ FOREIGN_FINGERPRINT = "f" * 64
 
 
 def wait_for_shutdown(link: ChildLink) -> None:
+    """A role's main loop in small: heartbeat, answer control messages, until the launcher says Shutdown."""
     while link.shutdown_reason is None:
         if link.control.poll(100):
             link.poll_control()
+        link.heartbeat()
 
 
 def ready_role(link: ChildLink) -> None:
@@ -35,6 +37,13 @@ def silent_role(link: ChildLink) -> None:
 def failing_role(link: ChildLink) -> None:
     """Dies with exit code 3 before it could report READY."""
     raise SystemExit(3)
+
+
+def mute_role(link: ChildLink) -> None:
+    """Reports READY, then stays alive but silent, like a stopped or hung process: no heartbeat ever again."""
+    link.send_ready()
+    while True:
+        signal.pause()
 
 
 def foreign_config_role(link: ChildLink) -> None:

@@ -162,6 +162,58 @@ def test_on_failure_restarts_the_child_until_max_restarts_is_used(make_superviso
     assert "shutting everything down (1 restarts used)" in err
 
 
+def test_a_child_that_stops_heartbeating_is_killed_and_stops_the_whole_server(make_supervisor, capsys):
+    supervisor = make_supervisor(heartbeat_timeout_s=1)
+    supervisor.start([spec(0, "ready_role"), spec(1, "mute_role")])
+    mute = supervisor.children.by_name["test[1]"][1]
+    watcher = SupervisingThread(supervisor)
+    watcher.start()
+    assert watcher.result() == 1
+    err = capsys.readouterr().err
+    assert f"roleserve: test[1] (pid {mute.pid}) sent no heartbeat for " in err
+    assert (
+        "s (launcher.heartbeat_timeout_s = 1): hung or stopped; shutting everything down "
+        "(launcher.restart_policy: never)"
+    ) in err
+    assert "test[0]" not in err  # the child that heartbeats is not taken for hung
+    assert mute.exitcode == -signal.SIGKILL  # killed, as a stopped process must be
+
+
+def test_on_failure_kills_and_restarts_a_child_that_stops_heartbeating(make_supervisor, capsys):
+    supervisor = make_supervisor(heartbeat_timeout_s=1, restart_policy="on-failure", max_restarts=1)
+    supervisor.start([spec(0, "mute_role")])
+    first = supervisor.children.by_name["test[0]"][1]
+    watcher = SupervisingThread(supervisor)
+    watcher.start()
+    wait_until(
+        lambda: "test[0]" in supervisor.ready and pid_of(supervisor, "test[0]") != first.pid,
+        "a READY from the restarted test[0]",
+    )
+    second = pid_of(supervisor, "test[0]")
+    assert first.exitcode == -signal.SIGKILL
+    assert watcher.result() == 1  # the restarted child goes silent too, and no restart is left
+    err = capsys.readouterr().err
+    assert f"roleserve: test[0] (pid {first.pid}) sent no heartbeat for " in err
+    assert "(launcher.heartbeat_timeout_s = 1): hung or stopped; restarting it (1/1)" in err
+    assert f"roleserve: test[0] (pid {second}) sent no heartbeat for " in err
+    assert "shutting everything down (1 restarts used)" in err
+
+
+def test_a_child_that_heartbeats_is_never_taken_for_hung(make_supervisor, capsys):
+    supervisor = make_supervisor(heartbeat_timeout_s=1)
+    supervisor.start([spec(0, "ready_role")])
+    pid = pid_of(supervisor, "test[0]")
+    watcher = SupervisingThread(supervisor)
+    watcher.start()
+    first_heard = supervisor.last_heard["test[0]"]
+    # Heartbeats keep arriving for several timeouts in a row while supervision goes on.
+    wait_until(lambda: supervisor.last_heard["test[0]"] > first_heard + 3, "heartbeats over 3 timeouts")
+    assert watcher.is_alive() and pid_of(supervisor, "test[0]") == pid
+    supervisor.stop_reason = "SIGTERM"
+    assert watcher.result() == 0
+    assert "sent no heartbeat" not in capsys.readouterr().err
+
+
 def test_a_stop_request_ends_supervision_cleanly(make_supervisor):
     supervisor = make_supervisor()
     supervisor.start([spec(0, "ready_role")])
