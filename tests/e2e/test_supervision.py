@@ -24,17 +24,35 @@ def ready_pids(server: ServeProcess, name: str) -> set[int]:
     return {int(pid) for pid in re.findall(rf"{re.escape(name)} ready \(pid (\d+)\)", server.output)}
 
 
+def signal_the_scheduler_and_see_everything_stop(server: ServeProcess, signum: signal.Signals) -> int:
+    """Send the scheduler a signal; under restart_policy never the server exits 1 and leaves no child behind.
+
+    Returns the scheduler's pid, for the test to look for in the launcher's account of it."""
+    scheduler = pid_of(server, "scheduler")
+    children = server.children()
+    os.kill(scheduler, signum)
+    assert server.wait_exit(DEADLINE_S) == 1
+    assert "launcher.restart_policy: never" in server.output
+    gone, alive = psutil.wait_procs(children, timeout=DEADLINE_S)
+    assert alive == [], [p.pid for p in alive]
+    return scheduler
+
+
 def test_killed_scheduler_brings_the_whole_server_down_naming_its_role(tiny_model, tmp_path):
     with ServeProcess(tmp_path, tiny_config(tiny_model)) as server:
-        scheduler = pid_of(server, "scheduler")
-        children = server.children()
-        os.kill(scheduler, signal.SIGKILL)
-        assert server.wait_exit(DEADLINE_S) == 1
+        scheduler = signal_the_scheduler_and_see_everything_stop(server, signal.SIGKILL)
         assert f"scheduler[0] (pid {scheduler}) was killed by signal SIGKILL" in server.output
         assert "out-of-memory" in server.output
-        assert "launcher.restart_policy: never" in server.output
-        gone, alive = psutil.wait_procs(children, timeout=DEADLINE_S)
-        assert alive == []
+
+
+def test_a_stopped_scheduler_is_found_by_its_missing_heartbeat_and_brings_the_server_down(
+    tiny_model, tmp_path
+):
+    with ServeProcess(tmp_path, tiny_config(tiny_model, launcher={"heartbeat_timeout_s": 2})) as server:
+        # Stopped for good (not `paused`): the launcher must kill it, there is nothing to continue afterwards.
+        scheduler = signal_the_scheduler_and_see_everything_stop(server, signal.SIGSTOP)
+        assert f"scheduler[0] (pid {scheduler}) sent no heartbeat for " in server.output
+        assert "(launcher.heartbeat_timeout_s = 2): hung or stopped" in server.output
 
 
 def test_on_failure_restarts_the_scheduler_and_serves_again(tiny_model, tmp_path):
