@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from launcher.collector_check import LAUNCHER_CONSTRAINTS
 from launcher.derivations import LAUNCHER_RULES
 from launcher.live_inspect import LiveInspectError, fetch_live_entries
 from launcher.role_list import LAUNCHER, ROLES
@@ -118,7 +119,11 @@ def _dest(flag: str) -> str:
 def resolve_from_args(args: argparse.Namespace) -> ResolvedConfig:
     flags = {flag: getattr(args, _dest(flag), None) for flag in SHORT_FLAGS}
     return resolve(
-        getattr(args, "config", None), sets=getattr(args, "sets", []), flags=flags, rules=LAUNCHER_RULES
+        getattr(args, "config", None),
+        sets=getattr(args, "sets", []),
+        flags=flags,
+        rules=LAUNCHER_RULES,
+        constraints=LAUNCHER_CONSTRAINTS,
     )
 
 

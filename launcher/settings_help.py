@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from runtime_context.setting import plain
 from runtime_context.settings import SETTINGS
 
 
@@ -14,7 +15,7 @@ def settings_reference() -> str:
     width = max(len(key) for key in SETTINGS)
     for key, setting in SETTINGS.items():
         default = setting.default
-        shown = json.dumps(list(default) if isinstance(default, tuple) else default)
+        shown = json.dumps(plain(default))
         bounds = setting.describe_bounds()
         extra = f"; {bounds}" if bounds else ""
         secret = "; secret" if setting.secret else ""

@@ -17,9 +17,18 @@ class RoleDescription:
     projection: frozenset[str]  # the namespaces its processes may read
     entry: str | None  # "package.module:function" run in a spawned child; None for the launcher itself
     summary: str  # one line: what the role does (inspect, README)
+    collector: str | None  # "package.module:Class" of its metrics collector, if it has one
 
-    def __init__(self, name: str, projection: Iterable[str], entry: str | None, summary: str):
+    def __init__(
+        self,
+        name: str,
+        projection: Iterable[str],
+        entry: str | None,
+        summary: str,
+        collector: str | None = None,
+    ):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "projection", check_projection(name, projection))
         object.__setattr__(self, "entry", entry)
         object.__setattr__(self, "summary", summary)
+        object.__setattr__(self, "collector", collector)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,9 +47,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
 )
 
 
-def check_constraints(values: Mapping[str, Any], sources: Mapping[str, Source]) -> list[ConfigProblem]:
+def check_constraints(
+    values: Mapping[str, Any], sources: Mapping[str, Source], extra: Sequence[Constraint] = ()
+) -> list[ConfigProblem]:
+    """Every built-in constraint, then the caller's own (the launcher checks what needs roles' code)."""
     problems = []
-    for constraint in CONSTRAINTS:
+    for constraint in (*CONSTRAINTS, *extra):
         if constraint.holds(values):
             continue
         first, *others = constraint.keys

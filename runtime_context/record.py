@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from runtime_context.provenance import Source
+from runtime_context.setting import plain
 from runtime_context.settings import SETTINGS
 
 WITHHELD = "(withheld)"
@@ -116,7 +117,7 @@ class ResolvedConfig:
     def to_wire(self) -> dict[str, Any]:
         """What this record carries, for the spawn pipe (never a socket): values, sources, withheld digests."""
         return {
-            "values": {k: list(v) if isinstance(v, tuple) else v for k, v in self._values.items()},
+            "values": {k: plain(v) for k, v in self._values.items()},
             "sources": {k: str(s) for k, s in self._sources.items()},
             "withheld": dict(self._withheld),
             "fingerprint": self._fingerprint,
@@ -150,7 +151,7 @@ class ResolvedConfig:
 def shown_value(key: str, value: Any) -> Any:
     """A leaf's value as it may be shown (JSON-ready): a secret becomes *** (null stays null)."""
     value = SETTINGS[key].masked(value)
-    return list(value) if isinstance(value, tuple) else value
+    return plain(value)
 
 
 def projection_keeper(projection: Iterable[str], mode: str) -> Callable[[str], bool]:
@@ -171,7 +172,7 @@ def canonical_value(key: str, value: Any) -> str:
     """One leaf's canonical JSON: a secret appears only as the sha256 of its value."""
     if SETTINGS[key].secret and value is not None:
         value = "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()
-    return json.dumps(list(value) if isinstance(value, tuple) else value, sort_keys=True, ensure_ascii=True)
+    return json.dumps(plain(value), sort_keys=True, ensure_ascii=True)
 
 
 def leaf_digest(key: str, value: Any) -> str:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from runtime_context.cli_env_sources import read_cli, read_environment
-from runtime_context.constraints import check_constraints
+from runtime_context.constraints import Constraint, check_constraints
 from runtime_context.derivation import BUILTIN_RULES, DerivationFailed, DerivationRule
 from runtime_context.problems import ConfigError, ConfigProblem
 from runtime_context.provenance import DEFAULT, Source, derived_source
@@ -21,6 +21,7 @@ def resolve(
     flags: Mapping[str, str | None] | None = None,
     environ: Mapping[str, str] | None = None,
     rules: Sequence[DerivationRule] = BUILTIN_RULES,
+    constraints: Sequence[Constraint] = (),
 ) -> ResolvedConfig:
     """Resolve every leaf once, or raise ConfigError listing every problem found."""
     values = {key: setting.default for key, setting in SETTINGS.items()}
@@ -54,7 +55,7 @@ def resolve(
             continue
         values[rule.target] = value
         sources[rule.target] = derived_source(rule.name, rule.inputs)
-    problems.extend(check_constraints(values, sources))
+    problems.extend(check_constraints(values, sources, constraints))
     if problems:
         raise ConfigError(problems)
     return ResolvedConfig(values, sources)

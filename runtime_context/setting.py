@@ -5,7 +5,9 @@ The CLI flags, YAML keys, environment names, docs and `serve roles inspect` all 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 ENV_PREFIX = "ROLESERVE_"
@@ -24,7 +26,7 @@ class SettingValueError(ValueError):
 class Setting:
     namespace: str  # e.g. "exec.moe"
     name: str  # the leaf name, e.g. "recorder"
-    type: type  # int, float, bool, str or list (of str)
+    type: type  # int, float, bool, str, list (of str) or dict (str to str)
     default: Any
     doc: str
     minimum: float | None = None
@@ -43,7 +45,7 @@ class Setting:
 
     @property
     def type_name(self) -> str:
-        name = "list[str]" if self.type is list else self.type.__name__
+        name = {list: "list[str]", dict: "dict[str, str]"}.get(self.type, self.type.__name__)
         return f"{name} | null" if self.optional else name
 
     def masked(self, value: Any) -> Any:
@@ -89,6 +91,12 @@ class Setting:
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise SettingValueError(f"must be a list of strings; {self._got(value)}")
             value = tuple(value)
+        elif self.type is dict:
+            if not isinstance(value, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+            ):
+                raise SettingValueError(f"must be a mapping of names to strings; {self._got(value)}")
+            value = MappingProxyType(dict(sorted(value.items())))  # read-only, in canonical order
         if self.choices is not None and value not in self.choices:
             raise SettingValueError(f"must be one of {', '.join(self.choices)}; {self._got(value)}")
         if self.minimum is not None and value < self.minimum:
@@ -126,7 +134,21 @@ class Setting:
         if self.type is list:
             items = [] if not stripped else [item.strip() for item in stripped.split(",")]
             return self.check(items)
+        if self.type is dict:  # name=value,name=value
+            pairs = [item.partition("=") for item in stripped.split(",")] if stripped else []
+            if any(not sep or not name.strip() for name, sep, _ in pairs):
+                raise SettingValueError(f"must be name=value pairs separated by commas; {self._got(text)}")
+            return self.check({name.strip(): value.strip() for name, _, value in pairs})
         return self.check(text)
+
+
+def plain(value: Any) -> Any:
+    """A checked value as plain JSON-ready data: tuples become lists, read-only mappings dicts."""
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
 
 
 def _show(value: Any) -> str:
@@ -134,7 +156,7 @@ def _show(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return repr(value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, list | tuple):
         return f"a list {list(value)!r}"

@@ -32,8 +32,8 @@ _DECLARED: list[Setting] = []
 
 def _declare(namespace: str, name: str, type_: type, default, doc: str, **bounds) -> None:
     setting = Setting(namespace=namespace, name=name, type=type_, default=default, doc=doc, **bounds)
-    if setting.type is list:
-        setting = Setting(**{**setting.__dict__, "default": tuple(default)})
+    if setting.type in (list, dict):
+        setting = Setting(**{**setting.__dict__, "default": setting.check(default)})
     _DECLARED.append(setting)
 
 
@@ -201,6 +201,14 @@ _declare(
 )
 _declare("observability", "metrics", bool, True, "Serve Prometheus metrics on GET /metrics.")
 _declare("observability", "log_requests", bool, False, "Log a line per finished request, never its text.")
+_declare(
+    "observability",
+    "stat_loggers",
+    dict,
+    {},
+    "Metrics collector per role: role name to an importable `module:Class` that subclasses the role's own "
+    "collector (checked before anything starts). Unlisted roles use their own.",
+)
 
 # launcher: supervision
 _declare(

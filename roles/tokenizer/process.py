@@ -24,6 +24,7 @@ from roles.tokenizer.front_state import FrontSettings, FrontState
 from roles.tokenizer.metrics import ServingMetrics
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 from runtime_context import get_context, get_http, get_model
+from runtime_context.collectors import resolve_collector_class
 from runtime_context.inspect_report import live_entry
 
 log = logging.getLogger("roleserve.tokenizer")
@@ -96,8 +97,9 @@ async def serve(link: ChildLink) -> None:
     context = zmq.asyncio.Context.shadow(link.zmq_context.underlying)
     client = EngineClient(link.endpoints, link.spec.instance, context)
     settings = FrontSettings.from_context()
+    metrics_class = resolve_collector_class(link.spec.role, ServingMetrics)  # observability.stat_loggers
     state = FrontState(
-        settings, tokenizer, client, ServingMetrics(link.spec.instance), created=int(time.time())
+        settings, tokenizer, client, metrics_class(link.spec.instance), created=int(time.time())
     )
     if link.endpoints.num_encoders:
         state.embed_client = EmbedClient(link.endpoints, link.spec.instance, context)

@@ -7,4 +7,5 @@ ROLE = RoleDescription(
     ("model", "http", "tokenizer", "observability"),
     "roles.tokenizer.process:main",
     "HTTP API, tokenization, chat template, incremental detokenization, stop strings, SSE",
+    collector="roles.tokenizer.metrics:ServingMetrics",
 )
