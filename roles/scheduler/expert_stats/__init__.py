@@ -1,0 +1,1 @@
+"""What MoE routing did: the expert distribution recorder and balancedness across expert-parallel ranks."""

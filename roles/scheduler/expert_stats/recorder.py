@@ -1,0 +1,179 @@
+"""The expert distribution recorder: which experts MoE routing chose, per forward pass.
+
+Modes (`exec.moe.expert_distribution_recorder_mode`):
+- `off`: NoopRecorder, whose hooks do nothing; the model is built with it and pays one empty call per layer.
+- `stat`: tokens per (layer, physical expert slot) of each pass; passes recorded since `start()` go into a
+  ring buffer of `buffer_size` passes.
+- `per_pass`: the same counts kept as one record per pass (the last `buffer_size` passes).
+- `per_token`: the top-k expert ids chosen for each token, with its position (the last `buffer_size` passes).
+
+The mode is chosen once, when the recorder is built (`make_recorder`); hooks are called by the MoE layers:
+`begin_pass(pass_id, positions)`, `on_route(layer, topk_ids)` per MoE layer, then `end_pass()`.
+A dump is plain JSON-ready data, documented in `dump()`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import torch
+
+from roles.scheduler.expert_stats.placement import ExpertPlacement
+
+MODES = ("off", "stat", "per_pass", "per_token")
+
+
+class RecorderOff(RuntimeError):
+    pass
+
+
+class NoopRecorder:
+    """`off`: every hook is an empty call; start/stop/dump explain how to turn recording on."""
+
+    mode = "off"
+    counts_passes = False
+
+    def begin_pass(self, pass_id: int, positions: torch.Tensor | None = None) -> None:
+        pass
+
+    def on_route(self, layer: int, topk_ids: torch.Tensor) -> None:
+        pass
+
+    def end_pass(self) -> torch.Tensor | None:
+        return None
+
+    def _refuse(self) -> None:
+        raise RecorderOff(
+            "the expert distribution recorder is off: set exec.moe.expert_distribution_recorder_mode "
+            "to stat, per_pass or per_token"
+        )
+
+    def start(self) -> None:
+        self._refuse()
+
+    def stop(self) -> None:
+        self._refuse()
+
+    def dump(self) -> dict:
+        self._refuse()
+        return {}
+
+
+class CountingRecorder(NoopRecorder):
+    """`stat`: counts every pass (so balancedness can be reported); keeps those recorded since start()."""
+
+    mode = "stat"
+    counts_passes = True
+
+    def __init__(self, placement: ExpertPlacement, buffer_size: int):
+        self.placement = placement
+        self.buffer_size = buffer_size
+        self.recording = False
+        self._pass_id = -1
+        self._current = torch.zeros(placement.num_layers, placement.num_physical, dtype=torch.int64)
+        self._kept: deque[tuple[int, torch.Tensor]] = deque(maxlen=buffer_size)
+
+    def begin_pass(self, pass_id: int, positions: torch.Tensor | None = None) -> None:
+        self._pass_id = pass_id
+        self._current.zero_()
+
+    def on_route(self, layer: int, topk_ids: torch.Tensor) -> None:
+        flat = topk_ids.reshape(-1).to(torch.int64)
+        self._current[layer] += torch.bincount(flat, minlength=self.placement.num_physical)
+
+    def end_pass(self) -> torch.Tensor:
+        """This pass's [layers, physical] counts (also kept, when recording)."""
+        counts = self._current.clone()
+        if self.recording:
+            self._keep(counts)
+        return counts
+
+    def _keep(self, counts: torch.Tensor) -> None:
+        self._kept.append((self._pass_id, counts))
+
+    def start(self) -> None:
+        self._kept.clear()
+        self.recording = True
+
+    def stop(self) -> None:
+        self.recording = False
+
+    def dump(self) -> dict:
+        """{"mode", "num_layers", "num_logical_experts", "pass_ids": [...], "logical_counts": [layer][expert]
+        summed over the kept passes}; per_pass adds "per_pass": [{"pass_id", "logical_counts"}],
+        per_token adds "per_token": [{"pass_id", "layer", "positions", "topk_ids"}]."""
+        physical = torch.zeros_like(self._current)
+        for _, counts in self._kept:
+            physical += counts
+        logical = self.placement.logical_counts(physical)
+        return {
+            "mode": self.mode,
+            "num_layers": self.placement.num_layers,
+            "num_logical_experts": logical.shape[-1],
+            "pass_ids": [pass_id for pass_id, _ in self._kept],
+            "logical_counts": logical.tolist(),
+        }
+
+
+class PerPassRecorder(CountingRecorder):
+    mode = "per_pass"
+
+    def dump(self) -> dict:
+        result = super().dump()
+        result["per_pass"] = [
+            {"pass_id": pass_id, "logical_counts": self.placement.logical_counts(counts).tolist()}
+            for pass_id, counts in self._kept
+        ]
+        return result
+
+
+class PerTokenRecorder(CountingRecorder):
+    mode = "per_token"
+
+    def __init__(self, placement: ExpertPlacement, buffer_size: int):
+        super().__init__(placement, buffer_size)
+        self._positions: torch.Tensor | None = None
+        self._routes: list[dict] = []
+        self._token_passes: deque[list[dict]] = deque(maxlen=buffer_size)
+
+    def begin_pass(self, pass_id: int, positions: torch.Tensor | None = None) -> None:
+        super().begin_pass(pass_id, positions)
+        self._positions = positions
+        self._routes = []
+
+    def on_route(self, layer: int, topk_ids: torch.Tensor) -> None:
+        super().on_route(layer, topk_ids)
+        if self.recording:
+            logical = self.placement.physical_to_logical[layer][topk_ids.to(torch.int64)]
+            positions = self._positions.tolist() if self._positions is not None else None
+            self._routes.append(
+                {
+                    "pass_id": self._pass_id,
+                    "layer": layer,
+                    "positions": positions,
+                    "topk_ids": logical.tolist(),
+                }
+            )
+
+    def _keep(self, counts: torch.Tensor) -> None:
+        super()._keep(counts)
+        self._token_passes.append(self._routes)
+
+    def start(self) -> None:
+        super().start()
+        self._token_passes.clear()
+
+    def dump(self) -> dict:
+        result = super().dump()
+        result["per_token"] = [route for routes in self._token_passes for route in routes]
+        return result
+
+
+def make_recorder(mode: str, placement: ExpertPlacement, buffer_size: int) -> NoopRecorder:
+    """The recorder for a mode, chosen once: NoopRecorder for off, a counting one otherwise."""
+    if mode == "off":
+        return NoopRecorder()
+    kinds = {"stat": CountingRecorder, "per_pass": PerPassRecorder, "per_token": PerTokenRecorder}
+    if mode not in kinds:
+        raise ValueError(f"unknown expert distribution recorder mode {mode!r}; one of {', '.join(MODES)}")
+    return kinds[mode](placement, buffer_size)
