@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 import struct
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
@@ -223,10 +225,25 @@ def _checked_out_dir(out: pathlib.Path) -> None:
         raise UpcycleError(f"--out {out} is not empty; give a new or empty folder")
 
 
+def _write_folder(checkpoint: GGUFCheckpoint, spec: UpcycleSpec, folder: pathlib.Path) -> None:
+    shape = checkpoint.shape()
+    bos, eos = _write_tokenizer(checkpoint, folder)
+    (folder / "config.json").write_text(json.dumps(mixtral_config(shape, spec, bos, eos), indent=2) + "\n")
+    generation = {"bos_token_id": bos, "eos_token_id": eos}
+    (folder / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
+    tensors = _Tensors(checkpoint, shape, spec)
+    write_safetensors(folder / "model.safetensors", tensors.layout(), tensors.produce())
+    record = {"source": str(checkpoint.path), **asdict(spec)}  # what made this folder (the rules: module doc)
+    (folder / "upcycle.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
 def upcycle(
     model: str, out: str | pathlib.Path, spec: UpcycleSpec, progress: Callable[[str], None] = lambda _: None
 ) -> pathlib.Path:
-    """Write the upcycled Mixtral folder of ``model`` (an alias or .gguf path) to ``out`` and return it."""
+    """Write the upcycled Mixtral folder of ``model`` (an alias or .gguf path) to ``out`` and return it.
+
+    The folder is written beside ``out`` and renamed into place when complete, so an interrupted run never
+    leaves a folder that looks finished (``make serve-moe`` builds only when ``out`` is missing)."""
     spec.check()
     out = pathlib.Path(out)
     _checked_out_dir(out)
@@ -236,17 +253,15 @@ def upcycle(
             f"--model {model!r} is a folder; upcycling reads a dense Llama GGUF (or 'smollm2')"
         )
     checkpoint = GGUFCheckpoint(source)
-    shape = checkpoint.shape()
-    out.mkdir(parents=True, exist_ok=True)
-    progress(
-        f"upcycling {source.name}: {shape.num_layers} layers into {spec.experts} experts (top-{spec.top_k})"
-    )
-    bos, eos = _write_tokenizer(checkpoint, out)
-    (out / "config.json").write_text(json.dumps(mixtral_config(shape, spec, bos, eos), indent=2) + "\n")
-    generation = {"bos_token_id": bos, "eos_token_id": eos}
-    (out / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
-    tensors = _Tensors(checkpoint, shape, spec)
-    write_safetensors(out / "model.safetensors", tensors.layout(), tensors.produce())
-    record = {"source": str(source), **asdict(spec)}  # what made this folder (the rules: this module's doc)
-    (out / "upcycle.json").write_text(json.dumps(record, indent=2) + "\n")
+    progress(f"upcycling {source.name} into {spec.experts} experts per layer (top-{spec.top_k}) at {out}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = pathlib.Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        partial.chmod(0o755)  # mkdtemp makes it private; the folder is an ordinary model folder
+        _write_folder(checkpoint, spec, partial)
+        if out.is_dir():
+            out.rmdir()  # empty, checked above
+        partial.rename(out)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return out

@@ -31,6 +31,7 @@ def upcycle(out, *extra: str) -> int:
 def exact_folder(tmp_path_factory):
     out = tmp_path_factory.mktemp("moe") / "exact"
     assert upcycle(out) == 0
+    assert [p.name for p in out.parent.iterdir()] == ["exact"]  # written aside, renamed into place
     return out
 
 
