@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONFIG ?= deploy/configs/default.yaml
 
-.PHONY: serve test lint bench venv clean
+.PHONY: serve serve-moe test lint bench venv clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,12 @@ venv: $(STAMP)
 
 serve: $(STAMP)
 	$(BIN)/serve --config $(CONFIG)
+
+# The bundled MoE: upcycle SmolLM2 into a Mixtral-format folder on first use (about 2.7 GB), then serve it.
+MOE_DIR := .cache/smollm2-moe-8x2
+serve-moe: $(STAMP)
+	[ -d $(MOE_DIR) ] || $(BIN)/serve model upcycle --experts 8 --top-k 2 --out $(MOE_DIR)
+	$(BIN)/serve --config deploy/configs/moe.yaml
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from launcher.collector_check import LAUNCHER_CONSTRAINTS
 from launcher.derivations import LAUNCHER_RULES
 from launcher.live_inspect import LiveInspectError, fetch_live_entries
+from launcher.model_commands import add_model_commands, run_model_command
 from launcher.role_list import LAUNCHER, ROLES
 from launcher.settings_help import settings_reference
 from runtime_context import EXIT_CONFIG_ERROR, ConfigError, ResolvedConfig, get_http, publish, resolve
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=epilog,
         formatter_class=formatter,
     )
-    commands = parser.add_subparsers(dest="command", metavar="{config,roles,cache}")
+    commands = parser.add_subparsers(dest="command", metavar="{config,roles,cache,model}")
 
     config = commands.add_parser("config", help="show or validate the resolved configuration")
     config_commands = config.add_subparsers(dest="action", metavar="{show,validate}", required=True)
@@ -109,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     drop = cache_commands.add_parser("drop", help="free cached entries (all when no KEY is given)")
     drop.add_argument("key", nargs="?", help="an entry key (or its prefix) from `serve cache ls`")
     drop.add_argument("--stop", action="store_true", help="also stop the daemon")
+    add_model_commands(commands)
     return parser
 
 
@@ -136,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from launcher.cache_commands import cache_drop, cache_ls
 
         return cache_ls() if args.action == "ls" else cache_drop(args.key, args.stop)
+    if args.command == "model":  # writes model files; no configuration
+        return run_model_command(args)
     try:
         resolved = resolve_from_args(args)
     except ConfigError as error:
