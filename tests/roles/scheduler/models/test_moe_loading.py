@@ -3,17 +3,24 @@ int4 modes on the experts (transformers parity: test_moe_parity)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import pathlib
 import shutil
+import threading
 
 import pytest
 import torch
 
 from roles.model_files.model_path import ModelFileError
-from roles.scheduler.models.llama import load_model
+from roles.model_files.model_shape import ModelShape
+from roles.scheduler.models.llama import load_model, model_from_state
 from roles.scheduler.models.moe import SparseMoeBlock
 from roles.scheduler.models.quantized_linear import Int4Linear, Int8Linear
+from roles.shared_weights.identity import identity_of
+from roles.shared_weights.segment import MappedSegment
+from roles.weight_cache.store import WeightStore
 from tests.moe_checkpoint import write_tiny_mixtral, write_tiny_qwen2_moe
 from tests.paged_greedy import greedy_decode
 
@@ -71,3 +78,26 @@ def test_quantised_experts_stay_close_to_exact(mixtral_path, tmp_path, family, w
         with torch.inference_mode():
             expected, got = reference.moe(hidden), ours.moe(hidden)
         assert ((got - expected).norm() / expected.norm()).item() < MAX_RELATIVE_ERROR[weight_dtype]
+
+
+@pytest.mark.parametrize("weight_dtype", ["auto", "int4"])
+def test_a_moe_model_mapped_from_the_weight_cache_decodes_like_one_loaded_from_disk(tmp_path, weight_dtype):
+    """The weight cache's segment carries every expert, the shared expert and the Q/K/V biases."""
+    folder = str(write_tiny_qwen2_moe(tmp_path / "qwen"))
+    store = WeightStore(f"roleserve-test-moe-{os.getpid()}-")
+    done = threading.Event()
+    identity = identity_of(folder, weight_dtype)
+    store.start_load(identity, lambda _: done.set())
+    try:
+        assert done.wait(60), "the load did not finish"
+        answer = store.lookup(identity)
+        assert answer.error is None, answer.error
+        model, shape = load_model(folder, weight_dtype)
+        assert answer.shape == dataclasses.asdict(shape)
+        mapped = MappedSegment(answer.segment)
+        rebuilt = model_from_state(
+            ModelShape(**answer.shape), model.weight_dtype, mapped.tensors(answer.tensors)
+        )
+        assert greedy_decode(rebuilt, shape, PROMPTS, 12) == greedy_decode(model, shape, PROMPTS, 12)
+    finally:
+        store.close()
