@@ -149,7 +149,8 @@ class GGUFCheckpoint:
         if architecture not in SUPPORTED_ARCHITECTURES:
             raise ModelFileError(
                 f"{self.path}: architecture {architecture!r} is not supported "
-                f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})"
+                f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)}, and Mixtral as a llama with experts; "
+                "Qwen2-MoE only as a Hugging Face folder)"
             )
         self.architecture = architecture
 
