@@ -3,6 +3,10 @@
 Tensors come back under Hugging Face Llama names (``model.layers.0.self_attn.q_proj.weight``) in torch
 layout (out_features, in_features), with llama.cpp's Q/K row permutation undone, so one model code path
 serves GGUF and HF checkpoints alike.
+
+A llama GGUF with ``llama.expert_count`` is a Mixtral (llama.cpp's layout): the router ``ffn_gate_inp``
+and the experts stacked in one 3-D tensor per projection (``ffn_{gate,up,down}_exps``), read one expert at
+a time under Mixtral's HF names (``block_sparse_moe.experts.<e>.w1``; w1 gate, w3 up, w2 down).
 """
 
 from __future__ import annotations
@@ -62,7 +66,9 @@ _LAYER_NAMES = {
     "ffn_gate": "mlp.gate_proj",
     "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
+    "ffn_gate_inp": "block_sparse_moe.gate",
 }
+_EXPERT_NAMES = {"ffn_gate_exps": "w1", "ffn_up_exps": "w3", "ffn_down_exps": "w2"}
 _LAYER_PATTERN = re.compile(r"blk\.(\d+)\.(\w+)\.(weight|bias)")
 
 
@@ -143,7 +149,8 @@ class GGUFCheckpoint:
         if architecture not in SUPPORTED_ARCHITECTURES:
             raise ModelFileError(
                 f"{self.path}: architecture {architecture!r} is not supported "
-                f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})"
+                f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)}, and Mixtral as a llama with experts; "
+                "Qwen2-MoE only as a Hugging Face folder)"
             )
         self.architecture = architecture
 
@@ -168,8 +175,16 @@ class GGUFCheckpoint:
             raise ModelFileError(
                 f"{self.path}: per-frequency RoPE factors (rope_freqs.weight) are not supported"
             )
+        experts = int(self.field(f"{arch}.expert_count", 0) or 0)
+        moe = {}
+        if experts:  # llama.cpp writes Mixtral as a llama with experts
+            moe = {
+                "num_experts": experts,
+                "experts_per_token": int(self._required(f"{arch}.expert_used_count")),
+                "moe_intermediate_size": int(self._required(f"{arch}.feed_forward_length")),
+            }
         return ModelShape(
-            architecture=arch,
+            architecture="mixtral" if experts else arch,
             vocab_size=int(vocab),
             hidden_size=hidden,
             intermediate_size=int(self._required(f"{arch}.feed_forward_length")),
@@ -182,6 +197,7 @@ class GGUFCheckpoint:
             context_length=int(self.field(f"{arch}.context_length", 2048)),
             tie_word_embeddings="output.weight" not in self._tensors,
             rope_scaling=self._rope_scaling(),
+            **moe,
         )
 
     def _rope_scaling(self) -> dict | None:
@@ -204,6 +220,18 @@ class GGUFCheckpoint:
                 names[name] = gguf_name
         return names
 
+    def hf_expert_names(self) -> dict[str, tuple[str, int]]:
+        """HF name of each expert's weight -> (GGUF name of the stacked experts' tensor, expert index)."""
+        names = {}
+        for gguf_name, info in self._tensors.items():
+            match = _LAYER_PATTERN.fullmatch(gguf_name)
+            if match and match.group(2) in _EXPERT_NAMES and match.group(3) == "weight":
+                leaf = _EXPERT_NAMES[match.group(2)]
+                for expert in range(int(info.dims[-1])):
+                    hf = f"model.layers.{match.group(1)}.block_sparse_moe.experts.{expert}.{leaf}.weight"
+                    names[hf] = (gguf_name, expert)
+        return names
+
     def _rope_heads(self, gguf_name: str) -> int | None:
         if gguf_name.endswith("attn_q.weight"):
             return int(self._required(f"{self.architecture}.attention.head_count"))
@@ -220,8 +248,9 @@ class GGUFCheckpoint:
     def tensor_type(self, gguf_name: str) -> str:
         return _type_name(self._gguf_tensor(gguf_name).type_id)
 
-    def _rows_of_bytes(self, info: GGUFTensorInfo) -> np.ndarray:
-        """(rows, bytes per row) uint8 view of a 2-D (or 1-D) tensor's data in the file."""
+    def _rows_of_bytes(self, info: GGUFTensorInfo, expert: int | None = None) -> np.ndarray:
+        """(rows, bytes per row) uint8 view of a 2-D (or 1-D) tensor's data in the file; of a 3-D stack of
+        experts' weights, the rows of one ``expert``."""
         type_name, block, block_bytes = _TENSOR_TYPES[info.type_id]
         cols = int(info.dims[0])
         rows = int(np.prod(info.dims[1:])) if len(info.dims) > 1 else 1
@@ -230,10 +259,15 @@ class GGUFCheckpoint:
                 f"{self.path}: tensor {info.name!r} ({type_name}) has {cols} columns, not whole blocks"
             )
         row_bytes = cols // block * block_bytes
-        return self._file.tensor_bytes(info, rows * row_bytes).reshape(rows, row_bytes)
+        data = self._file.tensor_bytes(info, rows * row_bytes).reshape(rows, row_bytes)
+        if expert is None:
+            return data
+        expert_rows = rows // int(info.dims[-1])
+        return data[expert * expert_rows : (expert + 1) * expert_rows]
 
-    def tensor(self, gguf_name: str):
-        """A torch float32 tensor in torch layout (rows = out_features), Q/K rows un-permuted.
+    def tensor(self, gguf_name: str, expert: int | None = None):
+        """A torch float32 tensor in torch layout (rows = out_features), Q/K rows un-permuted; of a 3-D stack of
+        experts' weights, the weight of one ``expert``.
 
         torch is imported here, not at module level: the tokenizer reads metadata and never needs it."""
         from gguf.quants import dequantize
@@ -246,9 +280,10 @@ class GGUFCheckpoint:
                 f"(supported: {', '.join(SUPPORTED_TENSOR_TYPES)})"
             )
         # GGUF lists dims innermost first; torch wants them outermost first.
-        torch_shape = tuple(int(d) for d in reversed(info.dims))
+        dims = info.dims if expert is None else info.dims[:-1]
+        torch_shape = tuple(int(d) for d in reversed(dims))
         try:
-            data = self._rows_of_bytes(info)
+            data = self._rows_of_bytes(info, expert)
             if type_name == "F32":
                 values = data.view(np.float32)
             elif type_name == "F16":
@@ -271,11 +306,12 @@ class GGUFCheckpoint:
 
         return torch.from_numpy(np.array(values, dtype=np.float32, copy=True))
 
-    def raw_tensor(self, gguf_name: str) -> RawQuantTensor:
-        """The GGUF blocks of a 2-D quantised weight, for kernels that run them without float32."""
+    def raw_tensor(self, gguf_name: str, expert: int | None = None) -> RawQuantTensor:
+        """The GGUF blocks of a 2-D quantised weight (or of one ``expert``'s in a 3-D stack), for kernels that
+        run them without float32."""
         info = self._gguf_tensor(gguf_name)
         rows, cols = int(info.dims[1]), int(info.dims[0])
-        blocks = self._rows_of_bytes(info)
+        blocks = self._rows_of_bytes(info, expert)
         heads = self._rope_heads(gguf_name)
         if heads is not None:
             blocks = unpermute_rope_rows(blocks, heads)

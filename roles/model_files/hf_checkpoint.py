@@ -1,4 +1,4 @@
-"""Read a Hugging Face Llama folder: ModelShape from config.json, tensors from *.safetensors."""
+"""Read a Hugging Face folder (llama, mixtral, qwen2_moe): ModelShape from config.json, tensors from *.safetensors."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import pathlib
 
 import torch
 
+from roles.model_files.hf_families import attention_window, family_fields, hf_family
 from roles.model_files.model_path import ModelFileError
 from roles.model_files.model_shape import ModelShape
-
-SUPPORTED_HF_ARCHITECTURES = ("LlamaForCausalLM",)
 
 
 def _rope_settings(config: dict) -> tuple[float, dict | None]:
@@ -37,14 +36,7 @@ class HFCheckpoint:
             self.config = json.loads(config_path.read_text())
         except (OSError, ValueError) as error:
             raise ModelFileError(f"{config_path} is not a readable JSON config: {error}") from error
-        architectures = self.config.get("architectures") or []
-        if self.config.get("model_type") != "llama" and not set(architectures) & set(
-            SUPPORTED_HF_ARCHITECTURES
-        ):
-            raise ModelFileError(
-                f"{config_path}: model_type {self.config.get('model_type')!r} / architectures {architectures} "
-                f"are not supported (supported: {', '.join(SUPPORTED_HF_ARCHITECTURES)})"
-            )
+        self.family = hf_family(self.config, str(config_path))
         self._files = sorted(self.path.glob("*.safetensors"))
         if not self._files:
             raise ModelFileError(f"{self.path}: no *.safetensors files")
@@ -65,13 +57,16 @@ class HFCheckpoint:
 
     def shape(self) -> ModelShape:
         config = self.config
+        where = str(self.path / "config.json")
         try:
             hidden = int(config["hidden_size"])
             num_heads = int(config["num_attention_heads"])
             theta, scaling = _rope_settings(config)
             tied = config.get("tie_word_embeddings", False) or "lm_head.weight" not in self._where
+            context = int(config.get("max_position_embeddings", 2048))
+            window = attention_window(config)
             return ModelShape(
-                architecture="llama",
+                architecture=self.family,
                 vocab_size=int(config["vocab_size"]),
                 hidden_size=hidden,
                 intermediate_size=int(config["intermediate_size"]),
@@ -81,12 +76,13 @@ class HFCheckpoint:
                 head_dim=int(config.get("head_dim") or hidden // num_heads),
                 rms_norm_eps=float(config.get("rms_norm_eps", 1e-6)),
                 rope_theta=theta,
-                context_length=int(config.get("max_position_embeddings", 2048)),
+                context_length=context if window is None else min(context, window),
                 tie_word_embeddings=bool(tied),
                 rope_scaling=scaling,
+                **family_fields(self.family, config, where),
             )
         except KeyError as error:
-            raise ModelFileError(f"{self.path / 'config.json'}: missing field {error}") from error
+            raise ModelFileError(f"{where}: missing field {error}") from error
 
     def eos_token_ids(self) -> list[int]:
         """``eos_token_id`` of config.json and generation_config.json (an int or a list; chat models list several)."""

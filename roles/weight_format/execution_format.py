@@ -1,10 +1,11 @@
-"""A checkpoint converted into the execution format: every tensor of the scheduler's Llama, by state name.
+"""A checkpoint converted into the execution format: every tensor of the scheduler's model, by state name.
 
     embedding.<linear leaves>      auto: the embedding table in the file's format (lookups and tied head)
     embed_tokens                   other modes: float32 (vocab, hidden)
     layers.<i>.input_norm, layers.<i>.post_attention_norm          float32 (hidden,)
     layers.<i>.qkv_proj.<leaves>   Q|K|V stacked;  layers.<i>.o_proj.<leaves>
-    layers.<i>.gate_up_proj.<leaves> gate|up stacked;  layers.<i>.down_proj.<leaves>
+    layers.<i>.qkv_bias            float32 (q + 2 kv,), only when the family has Q/K/V biases (qwen2_moe)
+    layers.<i>.<feed-forward>      a SwiGLU MLP or a mixture of experts: ``mlp_tensors``
     norm                           float32 (hidden,)
     lm_head.<leaves>               only when the head is not the embedding table reused as is
 
@@ -22,6 +23,7 @@ from roles.model_files.checkpoint import open_checkpoint
 from roles.model_files.gguf_checkpoint import GGUFCheckpoint
 from roles.model_files.model_shape import ModelShape
 from roles.weight_format.linear_tensors import WEIGHT_DTYPES, linear_tensors
+from roles.weight_format.mlp_tensors import mlp_tensors
 from roles.weight_format.weight_sources import GGUFWeights, HFWeights, WeightSource, as_weight_source
 
 EMBEDDING = "model.embed_tokens.weight"
@@ -68,13 +70,14 @@ def execution_state(shape: ModelShape, weights, weight_dtype: str) -> dict[str, 
         source, ours = f"model.layers.{index}.", f"layers.{index}."
         state[ours + "input_norm"] = _float(weights, source + "input_layernorm.weight")
         state[ours + "post_attention_norm"] = _float(weights, source + "post_attention_layernorm.weight")
-        attn, mlp = source + "self_attn.", source + "mlp."
+        attn = source + "self_attn."
         qkv = [attn + "q_proj.weight", attn + "k_proj.weight", attn + "v_proj.weight"]
         put(ours + "qkv_proj.", linear_tensors(weights, qkv, weight_dtype))
+        if shape.attention_bias:
+            biases = [_float(weights, attn + f"{name}_proj.bias") for name in ("q", "k", "v")]
+            state[ours + "qkv_bias"] = torch.cat(biases)
         put(ours + "o_proj.", linear_tensors(weights, [attn + "o_proj.weight"], weight_dtype))
-        gate_up = [mlp + "gate_proj.weight", mlp + "up_proj.weight"]
-        put(ours + "gate_up_proj.", linear_tensors(weights, gate_up, weight_dtype))
-        put(ours + "down_proj.", linear_tensors(weights, [mlp + "down_proj.weight"], weight_dtype))
+        put(ours, mlp_tensors(shape, weights, source, weight_dtype))
     state["norm"] = _float(weights, "model.norm.weight")
     put("lm_head.", _head(shape, weights, weight_dtype))
     return state

@@ -34,23 +34,28 @@ class WeightSource:
 
 
 class GGUFWeights(WeightSource):
+    """Each HF name read from its GGUF tensor, or from one expert's slice of a stacked experts' tensor."""
+
     def __init__(self, checkpoint: GGUFCheckpoint):
         self.checkpoint = checkpoint
-        self._gguf_names = checkpoint.hf_tensor_names()
+        self._sources: dict[str, tuple[str, int | None]] = {
+            name: (gguf_name, None) for name, gguf_name in checkpoint.hf_tensor_names().items()
+        }
+        self._sources.update(checkpoint.hf_expert_names())
 
     def has(self, name: str) -> bool:
-        return name in self._gguf_names
+        return name in self._sources
 
     def float_tensor(self, name: str) -> torch.Tensor:
-        if name not in self._gguf_names:
+        if name not in self._sources:
             raise ModelFileError(f"{self.checkpoint.path}: no tensor for {name!r}")
-        return self.checkpoint.tensor(self._gguf_names[name])
+        return self.checkpoint.tensor(*self._sources[name])
 
     def raw_tensor(self, name: str) -> RawQuantTensor | None:
-        gguf_name = self._gguf_names.get(name)
-        if gguf_name is None or self.checkpoint.tensor_type(gguf_name) in ("F32", "F16", "BF16"):
+        source = self._sources.get(name)
+        if source is None or self.checkpoint.tensor_type(source[0]) in ("F32", "F16", "BF16"):
             return None
-        return self.checkpoint.raw_tensor(gguf_name)
+        return self.checkpoint.raw_tensor(*source)
 
 
 class HFWeights(WeightSource):

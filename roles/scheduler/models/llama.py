@@ -1,5 +1,8 @@
 """Our Llama in torch: RMSNorm, RoPE, GQA attention over the paged KV cache, SwiGLU MLP, tied embeddings.
 
+The mixture-of-experts families (mixtral, qwen2_moe) are the same decoder with a sparse block (``moe``) in
+place of the MLP, and Q/K/V biases where the family has them.
+
 One ``forward`` serves mixed prefill/decode steps; it returns float32 logits only for the tokens the
 scheduler samples from (``batch.logits_indices``).
 """
@@ -13,10 +16,12 @@ from torch import nn
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.forward_batch import ForwardBatch
 from roles.scheduler.kv_cache import KVCache
+from roles.scheduler.models.moe import SparseMoeBlock
 from roles.scheduler.models.paged_attention import PagedAttentionPlan
 from roles.scheduler.models.quantized_linear import has_linear, linear_for, runnable_weight_dtype
 from roles.scheduler.models.rotary import RotaryEmbedding, apply_rotary
 from roles.scheduler.models.state_loading import load_state, meta
+from roles.scheduler.models.swiglu import swiglu
 from roles.weight_format.execution_format import load_execution_weights
 from roles.weight_format.linear_tensors import WEIGHT_DTYPES
 
@@ -35,29 +40,35 @@ class LlamaDecoderLayer(nn.Module):
         self.scale = shape.head_dim**-0.5
         self.q_size = shape.num_heads * shape.head_dim
         self.kv_size = shape.num_kv_heads * shape.head_dim
-        self.intermediate_size = shape.intermediate_size
         hidden, inter = shape.hidden_size, shape.intermediate_size
         self.input_norm = _vector(hidden)
         self.post_attention_norm = _vector(hidden)
         # Fused projections: one matmul for Q|K|V and one for gate|up, fewer ops per layer.
         self.qkv_proj = linear_for(state, prefix + "qkv_proj.", self.q_size + 2 * self.kv_size, hidden)
+        self.qkv_bias = _vector(self.q_size + 2 * self.kv_size) if shape.attention_bias else None
         self.o_proj = linear_for(state, prefix + "o_proj.", hidden, self.q_size)
-        self.gate_up_proj = linear_for(state, prefix + "gate_up_proj.", 2 * inter, hidden)
-        self.down_proj = linear_for(state, prefix + "down_proj.", hidden, inter)
+        self.moe = SparseMoeBlock(shape, index, state, prefix + "moe.") if shape.is_moe else None
+        if self.moe is None:
+            self.gate_up_proj = linear_for(state, prefix + "gate_up_proj.", 2 * inter, hidden)
+            self.down_proj = linear_for(state, prefix + "down_proj.", hidden, inter)
 
     def forward(self, hidden, cos, sin, plan: PagedAttentionPlan, kv: KVCache) -> torch.Tensor:
         """hidden (T, hidden_size) -> (T, hidden_size)."""
         tokens = hidden.shape[0]
         normed = F.rms_norm(hidden, (hidden.shape[-1],), self.input_norm, self.eps)
-        q, k, v = self.qkv_proj(normed).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        qkv = self.qkv_proj(normed)
+        if self.qkv_bias is not None:
+            qkv = qkv + self.qkv_bias
+        q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
         q = apply_rotary(q.view(tokens, self.num_heads, self.head_dim), cos, sin)
         k = apply_rotary(k.view(tokens, self.num_kv_heads, self.head_dim), cos, sin)
         kv.write(self.index, plan.slot_mapping, k, v.reshape(tokens, self.num_kv_heads, self.head_dim))
         attended = plan.attend(q, kv.k[self.index], kv.v[self.index], self.scale)
         hidden = hidden + self.o_proj(attended)
         normed = F.rms_norm(hidden, (hidden.shape[-1],), self.post_attention_norm, self.eps)
-        gate, up = self.gate_up_proj(normed).split(self.intermediate_size, dim=-1)
-        return hidden + self.down_proj(F.silu(gate) * up)
+        if self.moe is not None:
+            return hidden + self.moe(normed)
+        return hidden + swiglu(self.gate_up_proj, self.down_proj, normed)
 
 
 class LlamaForCausalLM(nn.Module):
@@ -102,8 +113,10 @@ class LlamaForCausalLM(nn.Module):
         return F.linear(hidden, self.embed_tokens)
 
     def native_decode_plan(self):
-        """The one-call decode step (auto mode, every linear kernel-ready), else None."""
-        if self.weight_dtype != "auto":
+        """The one-call decode step (auto mode, a dense unbiased model, every linear kernel-ready), else None.
+
+        The kernels' decoder has neither experts nor Q/K/V biases: those models run op by op."""
+        if self.weight_dtype != "auto" or self.shape.is_moe or self.shape.attention_bias:
             return None
         if self._native_decode is None:
             from roles.scheduler.models.native_decode import NativeDecodePlan

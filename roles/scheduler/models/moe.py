@@ -1,0 +1,85 @@
+"""The sparse mixture-of-experts feed-forward of Mixtral and Qwen2-MoE layers.
+
+Tokens are grouped by expert: the (token, expert) pairs are sorted by expert id, and each expert chosen at
+least once runs once, on the rows of its tokens (``index_select``), its weighted output added back into
+those tokens' rows (``index_add_``), experts in increasing id order. Qwen2-MoE adds a shared expert that
+every token goes through, scaled by ``sigmoid(shared_expert_gate(x))``.
+
+``on_route(layer_index, expert_ids)``, when set, is told each step's chosen expert ids (tokens, top_k).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from roles.model_files.model_shape import ModelShape
+from roles.scheduler.models.expert_routing import route_tokens
+from roles.scheduler.models.state_loading import meta
+from roles.scheduler.models.swiglu import SwiGLU
+
+RouteObserver = Callable[[int, torch.Tensor], None]
+
+
+def run_experts(
+    hidden: torch.Tensor, weights: torch.Tensor, expert_ids: torch.Tensor, experts: nn.ModuleList
+) -> torch.Tensor:
+    """sum over k of weights[t, k] * experts[expert_ids[t, k]](hidden[t]) for every token t, each expert run
+    once on all of its tokens."""
+    top_k = expert_ids.shape[1]
+    flat_ids = expert_ids.reshape(-1)
+    order = torch.argsort(flat_ids, stable=True)
+    token_rows = order // top_k
+    pair_weights = weights.reshape(-1)[order].unsqueeze(-1)
+    counts = torch.bincount(flat_ids, minlength=len(experts)).tolist()
+    out = torch.zeros_like(hidden)
+    start = 0
+    for expert, count in enumerate(counts):
+        if count:
+            rows = token_rows[start : start + count]
+            output = experts[expert](hidden.index_select(0, rows)) * pair_weights[start : start + count]
+            out.index_add_(0, rows, output)
+            start += count
+    return out
+
+
+class SparseMoeBlock(nn.Module):
+    def __init__(
+        self,
+        shape: ModelShape,
+        layer_index: int,
+        state: dict[str, torch.Tensor],
+        prefix: str,
+        on_route: RouteObserver | None = None,
+    ):
+        super().__init__()
+        hidden = shape.hidden_size
+        self.layer_index = layer_index
+        self.top_k = shape.experts_per_token
+        self.renormalise = shape.norm_topk_prob
+        self.on_route = on_route
+        self.router = nn.Parameter(meta((shape.num_experts, hidden)), requires_grad=False)
+        self.experts = nn.ModuleList(
+            SwiGLU(state, f"{prefix}experts.{e}.", shape.moe_intermediate_size, hidden)
+            for e in range(shape.num_experts)
+        )
+        self.shared_expert = None
+        self.shared_expert_gate = None
+        if shape.shared_expert_intermediate_size:
+            inter = shape.shared_expert_intermediate_size
+            self.shared_expert = SwiGLU(state, prefix + "shared_expert.", inter, hidden)
+            self.shared_expert_gate = nn.Parameter(meta((1, hidden)), requires_grad=False)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (T, hidden_size), already normed -> the feed-forward's output (T, hidden_size)."""
+        weights, expert_ids = route_tokens(F.linear(hidden, self.router), self.top_k, self.renormalise)
+        if self.on_route is not None:
+            self.on_route(self.layer_index, expert_ids)
+        out = run_experts(hidden, weights, expert_ids, self.experts)
+        if self.shared_expert is not None:
+            gate = torch.sigmoid(F.linear(hidden, self.shared_expert_gate))
+            out = out + gate * self.shared_expert(hidden)
+        return out
