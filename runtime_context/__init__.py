@@ -1,6 +1,7 @@
 """roleserve's config system: declare, resolve once, publish per role, read through projected bags."""
 
 from runtime_context.accessors import (
+    exports_expert_balancedness_to_prometheus,
     get_encoder,
     get_exec,
     get_expert_backup,
@@ -13,6 +14,8 @@ from runtime_context.accessors import (
     get_schedule,
     get_tokenizer,
     get_weight_cache,
+    logs_expert_balancedness_to_server_log,
+    reports_expert_balancedness,
 )
 from runtime_context.bags import Bag
 from runtime_context.context import get_context, install, publish, reset_context
@@ -43,6 +46,9 @@ __all__ = [
     "get_schedule",
     "get_tokenizer",
     "get_weight_cache",
+    "logs_expert_balancedness_to_server_log",
+    "reports_expert_balancedness",
+    "exports_expert_balancedness_to_prometheus",
     "install",
     "publish",
     "reset_context",

@@ -52,3 +52,16 @@ def get_observability() -> Bag:
 
 def get_launcher() -> Bag:
     return _CONTEXT.bag("launcher")
+
+
+# Balancedness reporting: the metrics and logging code asks these, never the raw record.
+def reports_expert_balancedness() -> bool:
+    return _CONTEXT.bag("exec.moe").expert_balancedness_report_mode != "off"
+
+
+def logs_expert_balancedness_to_server_log() -> bool:
+    return _CONTEXT.bag("exec.moe").expert_balancedness_report_mode in ("server_log", "both")
+
+
+def exports_expert_balancedness_to_prometheus() -> bool:
+    return _CONTEXT.bag("exec.moe").expert_balancedness_report_mode in ("prometheus", "both")

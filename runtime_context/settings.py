@@ -25,7 +25,7 @@ NAMESPACES = (
 
 # Namespaces of the design that hold no setting yet: each setting arrives with the code that reads it
 # (MoE and the expert backup), so that no declared setting ever does nothing.
-RESERVED_NAMESPACES = frozenset({"exec.moe", "expert_backup"})
+RESERVED_NAMESPACES = frozenset({"expert_backup"})
 
 _DECLARED: list[Setting] = []
 
@@ -157,6 +157,50 @@ _declare(
     "Weight execution format: auto (the file's own Q4/Q8 blocks on roleserve's CPU kernels), exact "
     "(float32, token-identical to transformers) or torch's weight-only int8 / int4 kernels.",
     choices=("auto", "exact", "int8", "int4"),
+)
+
+# exec.moe: what MoE routing did
+_declare(
+    "exec.moe",
+    "expert_distribution_recorder_mode",
+    str,
+    "off",
+    "Expert distribution recorder: off (no-op), stat (tokens per layer and expert each pass), per_pass "
+    "(one record per pass) or per_token (each token's top-k experts and position).",
+    choices=("off", "stat", "per_pass", "per_token"),
+)
+_declare(
+    "exec.moe",
+    "expert_distribution_recorder_buffer_size",
+    int,
+    1000,
+    "Forward passes a recording keeps (the last ones).",
+    minimum=1,
+)
+_declare(
+    "exec.moe",
+    "recorder_dir",
+    str,
+    None,
+    "Where recording dumps are written; null uses <temp dir>/roleserve-expert-distribution.",
+    optional=True,
+)
+_declare(
+    "exec.moe",
+    "expert_balancedness_report_mode",
+    str,
+    "off",
+    "Balancedness of expert-parallel work: off, server_log, prometheus or both (any but off counts every "
+    "pass like the stat recorder).",
+    choices=("off", "server_log", "prometheus", "both"),
+)
+_declare(
+    "exec.moe",
+    "expert_balancedness_log_every",
+    int,
+    100,
+    "Forward passes between two balancedness lines in the server log.",
+    minimum=1,
 )
 
 # encoder: /v1/embeddings

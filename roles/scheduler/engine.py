@@ -16,6 +16,8 @@ import torch
 from roles.protocol import SamplingFields
 from roles.scheduler.batch_scheduler import BatchScheduler
 from roles.scheduler.eos_ids import eos_token_ids
+from roles.scheduler.expert_stats.recorder import NoopRecorder
+from roles.scheduler.expert_stats.reporter import BalancednessReporter
 from roles.scheduler.forward_batch import ForwardBatch
 from roles.scheduler.kv_cache import KVCache
 from roles.scheduler.page_allocator import PageAllocator
@@ -88,6 +90,18 @@ class Engine:
         self._requests: dict[str, Request] = {}
         self._pending_outputs: list[TokenOutput] = []
         self._arrivals = itertools.count()
+        # What MoE routing did: a no-op unless attach_expert_stats gives a recorder (exec.moe settings).
+        self.expert_recorder: NoopRecorder = NoopRecorder()
+        self.expert_reporter: BalancednessReporter | None = None
+        self._pass_ids = itertools.count()
+
+    def attach_expert_stats(self, recorder: NoopRecorder, reporter: BalancednessReporter | None) -> None:
+        """Record routing with `recorder` (the model's MoE layers report to it) and report balancedness."""
+        self.expert_recorder, self.expert_reporter = recorder, reporter
+        on_route = None if type(recorder) is NoopRecorder else recorder.on_route
+        for module in self.model.modules():
+            if hasattr(module, "on_route"):  # each MoE block tells what it routed
+                module.on_route = on_route
 
     # ---- requests -------------------------------------------------------------------------------------
     def add_request(
@@ -127,8 +141,13 @@ class Engine:
         if batch.is_empty:
             return outputs
         forward_batch: ForwardBatch = build_forward_batch(batch, self.config.page_size)
+        pass_id = next(self._pass_ids)
+        self.expert_recorder.begin_pass(pass_id, forward_batch.positions)
         with torch.inference_mode():
             logits = self.model.forward(forward_batch, self.kv_cache)
+            routed = self.expert_recorder.end_pass()
+            if self.expert_reporter is not None and routed is not None:
+                self.expert_reporter.observe(pass_id, routed)
             self.scheduler.on_computed(batch)
             # Partially prefilled sequences produce no token this step.
             rows = [i for i, r in enumerate(batch.requests) if r.num_computed_tokens == r.num_tokens]

@@ -17,6 +17,7 @@ import zmq
 from roles.child_process import ChildLink
 from roles.protocol import (
     Abort,
+    ExpertRecording,
     FrameCounter,
     Generate,
     LoadReport,
@@ -29,6 +30,13 @@ from roles.protocol import (
 from roles.scheduler.batch_scheduler import QueueFull
 from roles.scheduler.engine import Engine, TokenOutput
 from roles.scheduler.engine_settings import engine_config_from_context
+from roles.scheduler.expert_stats.commands import run_recording_command
+from roles.scheduler.expert_stats.from_settings import (
+    recorder_dir_from_context,
+    recorder_from_context,
+    reporter_from_context,
+)
+from roles.scheduler.expert_stats.placement import ExpertPlacement
 from runtime_context import get_weight_cache
 
 log = logging.getLogger("roleserve.scheduler")
@@ -40,7 +48,8 @@ _RETRY_AFTER_S = 1.0
 
 
 class SchedulerServer:
-    def __init__(self, link: ChildLink, engine: Engine):
+    def __init__(self, link: ChildLink, engine: Engine, recorder_dir: str):
+        """recorder_dir: where dumps of the expert distribution recorder go (exec.moe.recorder_dir)."""
         self.link = link
         self.engine = engine
         endpoints, context = link.endpoints, link.zmq_context
@@ -66,6 +75,7 @@ class SchedulerServer:
         self.finished_since_report: list[str] = []
         self._last_load_report = 0.0
         self._last_load: LoadReport | None = None
+        self.recorder_dir = recorder_dir
 
     def run(self) -> None:
         while self.link.shutdown_reason is None:
@@ -91,6 +101,11 @@ class SchedulerServer:
                 self.admit(message)
             elif isinstance(message, Abort):
                 self.engine.abort(message.request_id)
+            elif isinstance(message, ExpertRecording) and 0 <= message.reply_to < len(self.results):
+                reply = run_recording_command(
+                    self.engine.expert_recorder, message, self.link.spec.instance, self.recorder_dir
+                )
+                self.results[message.reply_to].send(encode(reply))
 
     def admit(self, message: Generate) -> None:
         try:
@@ -140,6 +155,7 @@ class SchedulerServer:
             stats["num_kv_pages_total"],
             self.frames.num_dropped + self.link.frames.num_dropped,
             self.finished_since_report,
+            self.balancedness_snapshot(),
         )
         if report == self._last_load:  # nothing changed and nothing finished
             return
@@ -149,6 +165,10 @@ class SchedulerServer:
         frame = encode(report)
         for reader in self.load_readers:
             reader.send(frame)
+
+    def balancedness_snapshot(self):
+        reporter = self.engine.expert_reporter
+        return reporter.snapshot() if reporter is not None and reporter.exports else None
 
 
 def shared_model_or_none(link: ChildLink, config):
@@ -181,7 +201,13 @@ def main(link: ChildLink) -> None:
         "loading %s (weights %s, %d threads)", config.model_path, config.weight_dtype, config.threads or 0
     )
     engine = Engine(config, shared_model_or_none(link, config))
+    placement = (
+        ExpertPlacement.contiguous(engine.shape.num_layers, engine.shape.num_experts)
+        if engine.shape.num_experts
+        else None
+    )
+    engine.attach_expert_stats(recorder_from_context(placement), reporter_from_context(placement))
     log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
-    server = SchedulerServer(link, engine)
+    server = SchedulerServer(link, engine, recorder_dir_from_context())
     link.send_ready()
     server.run()

@@ -4,7 +4,7 @@ from roles.role_description import RoleDescription
 
 ROLE = RoleDescription(
     "scheduler",
-    ("model", "schedule", "memory", "exec", "weight_cache", "observability"),
+    ("model", "schedule", "memory", "exec", "exec.moe", "weight_cache", "observability"),
     "roles.scheduler.process:main",
     "continuous batching, paged KV cache with prefix reuse, chunked prefill, model runner, sampling",
 )

@@ -43,10 +43,37 @@ def _bindings(tree: ast.AST) -> dict[str, str]:
     return bound
 
 
-def keys_read(source: str) -> set[str]:
+def accessor_reads(source: str) -> dict[str, set[str]]:
+    """Accessor functions of runtime_context that answer from a bag (`_CONTEXT.bag("exec.moe").leaf`):
+    function name -> the keys it reads. Code that calls one reads those keys."""
+    found: dict[str, set[str]] = {}
+    for function in ast.parse(source).body:
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        for node in ast.walk(function):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func).endswith(".bag")
+                and node.value.args
+                and isinstance(node.value.args[0], ast.Constant)
+                and f"{node.value.args[0].value}.{node.attr}" in SETTINGS
+            ):
+                found.setdefault(function.name, set()).add(f"{node.value.args[0].value}.{node.attr}")
+    return found
+
+
+def keys_read(source: str, accessors: dict[str, set[str]] | None = None) -> set[str]:
     tree = ast.parse(source)
     bound = _bindings(tree)
     read = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in (accessors or {})
+        ):
+            read |= (accessors or {})[node.func.id]
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             namespace = _accessor_namespace(node.value, bound)

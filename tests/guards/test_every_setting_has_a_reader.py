@@ -2,7 +2,7 @@
 
 from runtime_context.settings import SETTINGS
 from tests.guards.project_files import ROOT
-from tests.guards.settings_readers import keys_read
+from tests.guards.settings_readers import accessor_reads, keys_read
 
 READER_PACKAGES = ("launcher", "roles")
 # Settings whose reader is the config system itself, because that is what they control.
@@ -10,8 +10,9 @@ READ_BY_RUNTIME_CONTEXT = {"roles.enforcement"}
 
 
 def project_reads() -> set[str]:
+    accessors = accessor_reads((ROOT / "runtime_context" / "accessors.py").read_text(encoding="utf-8"))
     files = [p for package in READER_PACKAGES for p in (ROOT / package).rglob("*.py")]
-    return set().union(*(keys_read(p.read_text(encoding="utf-8")) for p in files))
+    return set().union(*(keys_read(p.read_text(encoding="utf-8"), accessors) for p in files))
 
 
 def test_every_setting_has_a_reader_outside_runtime_context():
@@ -45,3 +46,14 @@ other.page_size, get_schedule().not_a_leaf, values["no.such_key"]
 def test_a_setting_read_only_by_runtime_context_counts_as_unread():
     source = "from runtime_context import get_observability\nlevel = get_observability().log_level\n"
     assert "observability.log_requests" not in keys_read(source)
+
+
+def test_calling_a_bag_answering_accessor_reads_its_keys():
+    accessors = accessor_reads(
+        "def exports():\n    return _CONTEXT.bag('exec.moe').expert_balancedness_report_mode == 'both'\n"
+    )
+    assert accessors == {"exports": {"exec.moe.expert_balancedness_report_mode"}}
+    assert keys_read("from runtime_context import exports\nexports()\n", accessors) == {
+        "exec.moe.expert_balancedness_report_mode"
+    }
+    assert keys_read("exports\n", accessors) == set()

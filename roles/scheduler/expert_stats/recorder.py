@@ -91,6 +91,10 @@ class CountingRecorder(NoopRecorder):
     def _keep(self, counts: torch.Tensor) -> None:
         self._kept.append((self._pass_id, counts))
 
+    def kept_counts(self) -> list[torch.Tensor]:
+        """The [layers, physical] counts of each kept pass, oldest first."""
+        return [counts for _, counts in self._kept]
+
     def start(self) -> None:
         self._kept.clear()
         self.recording = True

@@ -106,7 +106,7 @@ def server_and_tokenizers(tiny_path):
     runtime_dir = tempfile.mkdtemp(prefix="rs-")  # short: ipc paths are limited to ~100 characters
     endpoints = Endpoints(runtime_dir, num_tokenizers=2, dp_size=1)
     link = ChildLink(ChildSpec(ROLE.name, 0, ROLE.entry, ROLE.projection), endpoints)
-    server = SchedulerServer(link, bounded_engine(tiny_path, max_running=1, max_queued=1))
+    server = SchedulerServer(link, bounded_engine(tiny_path, max_running=1, max_queued=1), runtime_dir)
     tokenizers = TokenizerEnds(endpoints, link.zmq_context)
     yield server, tokenizers
     tokenizers.close()

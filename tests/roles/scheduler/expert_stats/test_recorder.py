@@ -76,3 +76,16 @@ def test_an_unknown_mode_and_an_uneven_split_are_refused():
         make_recorder("trace", PLACEMENT, 8)
     with pytest.raises(ValueError, match="cannot be split evenly over 3 ranks"):
         ExpertPlacement.contiguous(1, 4, num_ranks=3)
+
+
+def test_the_reporter_logs_every_n_passes(caplog):
+    from roles.scheduler.expert_stats.reporter import BalancednessReporter
+
+    reporter = BalancednessReporter(PLACEMENT, log_every=2)
+    counts = torch.tensor([[4, 0, 0, 0], [1, 1, 1, 1]])  # layer 0 all on rank 0; layer 1 even
+    with caplog.at_level("INFO", logger="roleserve.expert_balancedness"):
+        for pass_id in range(4):
+            report = reporter.observe(pass_id, counts)
+    assert report.current == pytest.approx((0.5 + 1.0) / 2, abs=1e-5)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and lines[-1].startswith("expert balancedness at pass 3: 0.7500 (last 10: 0.7500")

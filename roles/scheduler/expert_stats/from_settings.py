@@ -1,0 +1,42 @@
+"""The scheduler's recorder and balancedness tracker, chosen once from its published exec.moe bag."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.expert_stats.recorder import NoopRecorder, make_recorder
+from roles.scheduler.expert_stats.reporter import BalancednessReporter
+from runtime_context import (
+    exports_expert_balancedness_to_prometheus,
+    get_exec,
+    logs_expert_balancedness_to_server_log,
+    reports_expert_balancedness,
+)
+
+
+def recorder_from_context(placement: ExpertPlacement | None) -> NoopRecorder:
+    """NoopRecorder for a dense model or mode off; any balancedness report mode but off needs at least stat."""
+    moe = get_exec().moe
+    mode = moe.expert_distribution_recorder_mode
+    if mode == "off" and reports_expert_balancedness():
+        mode = "stat"
+    if placement is None:
+        return NoopRecorder()
+    return make_recorder(mode, placement, moe.expert_distribution_recorder_buffer_size)
+
+
+def reporter_from_context(placement: ExpertPlacement | None) -> BalancednessReporter | None:
+    """None for a dense model or report mode off."""
+    if placement is None or not reports_expert_balancedness():
+        return None
+    log_every = (
+        get_exec().moe.expert_balancedness_log_every if logs_expert_balancedness_to_server_log() else None
+    )
+    return BalancednessReporter(placement, log_every, exports=exports_expert_balancedness_to_prometheus())
+
+
+def recorder_dir_from_context() -> str:
+    configured = get_exec().moe.recorder_dir
+    return configured or os.path.join(tempfile.gettempdir(), "roleserve-expert-distribution")

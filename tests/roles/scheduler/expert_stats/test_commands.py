@@ -1,0 +1,49 @@
+import json
+
+import torch
+
+from roles.protocol import ExpertRecording, LoadReport
+from roles.scheduler.expert_stats.commands import run_recording_command
+from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.expert_stats.recorder import make_recorder
+from roles.scheduler.expert_stats.reporter import BalancednessReporter
+from roles.tokenizer.balancedness_metrics import balancedness_lines
+
+PLACEMENT = ExpertPlacement.contiguous(num_layers=1, num_experts=4, num_ranks=2)
+
+
+def test_start_stop_dump_write_a_documented_file(tmp_path):
+    recorder = make_recorder("stat", PLACEMENT, 8)
+    assert run_recording_command(recorder, ExpertRecording("start", "q1", 0), 3, str(tmp_path)).error is None
+    recorder.begin_pass(0)
+    recorder.on_route(0, torch.tensor([[0, 3]]))
+    recorder.end_pass()
+    run_recording_command(recorder, ExpertRecording("stop", "q2", 0), 3, str(tmp_path))
+    reply = run_recording_command(recorder, ExpertRecording("dump", "q3", 0), 3, str(tmp_path))
+    assert (reply.query_id, reply.instance, reply.error) == ("q3", 3, None)
+    dump = json.loads(open(reply.path, encoding="utf-8").read())
+    assert dump["instance"] == 3 and dump["logical_counts"] == [[1, 0, 0, 1]] and dump["pass_ids"] == [0]
+
+
+def test_an_off_recorder_and_an_unknown_action_answer_with_an_error(tmp_path):
+    off = make_recorder("off", PLACEMENT, 8)
+    assert (
+        "recorder is off"
+        in run_recording_command(off, ExpertRecording("start", "q", 0), 0, str(tmp_path)).error
+    )
+    bad = run_recording_command(off, ExpertRecording("rewind", "q", 0), 0, str(tmp_path))
+    assert bad.error == "unknown action 'rewind'"
+
+
+def test_the_front_renders_what_the_scheduler_reported():
+    reporter = BalancednessReporter(PLACEMENT, log_every=None, exports=True)
+    reporter.observe(0, torch.tensor([[3, 1, 0, 0]]))  # rank 0 computed 4 tokens, rank 1 none
+    report = LoadReport(1, 0, 0, 0, 1, expert_balancedness=reporter.snapshot())
+    text = balancedness_lines({1: report})
+    assert 'roleserve_eplb_balancedness_count{role="scheduler",instance="1"} 1' in text
+    assert 'roleserve_eplb_balancedness_sum{role="scheduler",instance="1"} 0.5' in text
+    assert 'roleserve_eplb_tokens_per_rank_bucket{role="scheduler",instance="1",layer="0",le="1"} 1' in text
+    assert 'roleserve_eplb_tokens_per_rank_bucket{role="scheduler",instance="1",layer="0",le="4"} 2' in text
+    assert 'roleserve_eplb_tokens_per_rank_sum{role="scheduler",instance="1",layer="0"} 4' in text
+    nothing = balancedness_lines({0: LoadReport(0, 0, 0, 0, 1)}).splitlines()
+    assert nothing and all(line.startswith("#") for line in nothing)  # headers only, no samples
