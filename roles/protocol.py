@@ -122,6 +122,24 @@ class Abort(msgspec.Struct, tag=True):
     request_id: str
 
 
+class ExpertRecording(msgspec.Struct, tag=True):
+    """tokenizer -> every scheduler (the dp_controller forwards it to each replica): start, stop or dump the
+    expert distribution recording."""
+
+    action: str  # start | stop | dump
+    query_id: str
+    reply_to: int  # tokenizer instance waiting for the answers
+
+
+class ExpertRecordingReply(msgspec.Struct, tag=True):
+    """scheduler -> tokenizer: one replica's answer; `path` is the dump file, `error` why it could not act."""
+
+    query_id: str
+    instance: int
+    error: str | None = None
+    path: str | None = None
+
+
 class TokenEvent(msgspec.Struct, array_like=True):
     request_id: str
     token_id: int  # -1 when the event carries no token (abort, rejection)
@@ -143,6 +161,19 @@ class Overloaded(msgspec.Struct, tag=True):
     retry_after_s: float
 
 
+class ExpertBalancedness(msgspec.Struct):
+    """A scheduler's balancedness so far, for Prometheus (exec.moe.expert_balancedness_report_mode):
+    a summary of per-pass balancedness and, per MoE layer, a histogram of the tokens each EP rank computed."""
+
+    num_passes: int
+    balancedness_sum: float
+    current: float
+    rolling: dict[str, float]  # window in passes -> mean balancedness over it
+    bucket_bounds: list[float]  # upper bounds of the tokens-per-rank buckets (+Inf implied)
+    layer_bucket_counts: list[list[int]]  # [layer][bucket, +Inf last] observations, not cumulative
+    layer_token_sums: list[float]  # [layer] tokens observed
+
+
 class LoadReport(msgspec.Struct, tag=True):
     """A scheduler's load, sent to every tokenizer (for /metrics) and to the dp_controller (which forgets the
     finished requests) when it changed, at most every few tens of milliseconds."""
@@ -154,6 +185,7 @@ class LoadReport(msgspec.Struct, tag=True):
     num_kv_pages_total: int
     num_dropped_frames: int = 0
     finished: list[str] = []  # request ids that ended (or were refused) since the last report
+    expert_balancedness: ExpertBalancedness | None = None  # only when exported to Prometheus
 
     @property
     def kv_usage(self) -> float:
@@ -186,8 +218,8 @@ class EncoderInfo(msgspec.Struct, tag=True):
 
 
 ControlMsg = Ready | Heartbeat | InspectQuery | InspectReply | Shutdown
-RequestMsg = Generate | Abort
-ResultMsg = TokenBatch | Overloaded | LoadReport
+RequestMsg = Generate | Abort | ExpertRecording
+ResultMsg = TokenBatch | Overloaded | LoadReport | ExpertRecordingReply
 EmbedChannelMsg = EmbedRequest | EmbedResult | EncoderInfo
 
 _encoder = msgspec.msgpack.Encoder()

@@ -14,7 +14,16 @@ import logging
 import zmq
 
 from roles.child_process import ChildLink
-from roles.protocol import Abort, FrameCounter, Generate, LoadReport, encode, request_decoder, result_decoder
+from roles.protocol import (
+    Abort,
+    ExpertRecording,
+    FrameCounter,
+    Generate,
+    LoadReport,
+    encode,
+    request_decoder,
+    result_decoder,
+)
 from runtime_context import get_parallel
 
 log = logging.getLogger("roleserve.dp_controller")
@@ -84,6 +93,9 @@ def main(link: ChildLink) -> None:
                 message = frames.decode(request_decoder, frame)
                 if isinstance(message, Generate):
                     replicas[dispatcher.assign(message.request_id)].send(frame)
+                elif isinstance(message, ExpertRecording):  # every replica records its own passes
+                    for replica in replicas:
+                        replica.send(frame)
                 elif isinstance(message, Abort):
                     replica = dispatcher.owner_of(message.request_id)
                     if replica is not None:

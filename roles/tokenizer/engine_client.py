@@ -13,6 +13,8 @@ import zmq.asyncio
 from roles.endpoints import Endpoints
 from roles.protocol import (
     Abort,
+    ExpertRecording,
+    ExpertRecordingReply,
     FrameCounter,
     Generate,
     LoadReport,
@@ -30,6 +32,7 @@ log = logging.getLogger("roleserve.tokenizer")
 class EngineClient:
     def __init__(self, endpoints: Endpoints, instance: int, context: zmq.asyncio.Context):
         self.instance = instance
+        self.num_schedulers = endpoints.dp_size  # every replica answers an ExpertRecording
         self.requests = context.socket(zmq.PUSH)
         self.requests.setsockopt(zmq.LINGER, 0)
         self.requests.connect(endpoints.request_entry)
@@ -39,6 +42,7 @@ class EngineClient:
         self.frames = FrameCounter()
         self.scheduler_load: dict[int, LoadReport] = {}  # scheduler instance -> its latest report
         self._ids = itertools.count()
+        self.recording_replies: dict[str, asyncio.Queue[ExpertRecordingReply]] = {}
 
     def new_request_id(self) -> str:
         return f"t{self.instance}-{next(self._ids)}"
@@ -71,6 +75,25 @@ class EngineClient:
                 self._deliver(message.request_id, message, True)
             elif isinstance(message, LoadReport):
                 self.scheduler_load[message.instance] = message
+            elif isinstance(message, ExpertRecordingReply):
+                waiting = self.recording_replies.get(message.query_id)
+                if waiting is not None:
+                    waiting.put_nowait(message)
+
+    async def expert_recording(
+        self, action: str, num_replicas: int, timeout_s: float
+    ) -> list[ExpertRecordingReply]:
+        """Send start/stop/dump to every scheduler replica and gather their answers (TimeoutError if late)."""
+        query_id = f"x{self.instance}-{next(self._ids)}"
+        gathered: asyncio.Queue[ExpertRecordingReply] = asyncio.Queue()
+        self.recording_replies[query_id] = gathered
+        try:
+            await self.requests.send(encode(ExpertRecording(action, query_id, self.instance)))
+            async with asyncio.timeout(timeout_s):
+                replies = [await gathered.get() for _ in range(num_replicas)]
+        finally:
+            del self.recording_replies[query_id]
+        return sorted(replies, key=lambda reply: reply.instance)
 
     def _deliver(self, request_id: str, message: TokenEvent | Overloaded, is_last: bool) -> None:
         queue = self.queues.get(request_id)

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from roles.tokenizer.embed_client import EmbedClient
 from roles.tokenizer.engine_client import EngineClient
 from roles.tokenizer.metrics import ServingMetrics
-from runtime_context import get_http, get_model, get_observability, get_tokenizer
+from runtime_context import (
+    exports_expert_balancedness_to_prometheus,
+    get_http,
+    get_model,
+    get_observability,
+    get_tokenizer,
+)
 
 
 @dataclass(frozen=True)
@@ -20,6 +26,7 @@ class FrontSettings:
     metrics_enabled: bool
     log_requests: bool
     request_timeout_s: float
+    exports_expert_balancedness: bool  # exec.moe.expert_balancedness_report_mode prometheus or both
 
     @classmethod
     def from_context(cls) -> FrontSettings:
@@ -32,6 +39,7 @@ class FrontSettings:
             metrics_enabled=observability.metrics,
             log_requests=observability.log_requests,
             request_timeout_s=http.request_timeout_s,
+            exports_expert_balancedness=exports_expert_balancedness_to_prometheus(),
         )
 
 

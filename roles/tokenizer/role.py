@@ -4,7 +4,7 @@ from roles.role_description import RoleDescription
 
 ROLE = RoleDescription(
     "tokenizer",
-    ("model", "http", "tokenizer", "observability"),
+    ("model", "http", "tokenizer", "exec.moe", "observability"),
     "roles.tokenizer.process:main",
     "HTTP API, tokenization, chat template, incremental detokenization, stop strings, SSE",
     collector="roles.tokenizer.metrics:ServingMetrics",

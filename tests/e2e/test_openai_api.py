@@ -188,3 +188,11 @@ def test_metrics_are_prometheus_text(server, client):
     assert "roleserve_requests_total" in text
     assert 'roleserve_time_to_first_token_seconds_count{role="tokenizer"}' in text
     assert 'roleserve_kv_cache_usage_ratio{role="scheduler",instance="0"}' in text
+
+
+def test_expert_recording_on_a_server_whose_recorder_is_off_is_a_409(server):
+    response = httpx.post(server.url + "/admin/expert_distribution/start", timeout=60)
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "expert_recorder_unavailable"
+    assert "expert_distribution_recorder_mode" in error["message"]
