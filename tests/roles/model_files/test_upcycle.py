@@ -132,3 +132,20 @@ def test_a_non_empty_out_folder_is_refused(tmp_path, capsys):
     assert upcycle(tmp_path) == 2
     assert "is not empty" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_roleserve_serves_the_upcycled_folder_like_the_dense_model(exact_folder):
+    """Our own engine, MoE path, on the folder: greedy tokens equal our dense exact engine's on smollm2."""
+    from roles.protocol import SamplingFields
+    from roles.scheduler.engine import Engine
+    from roles.scheduler.engine_settings import engine_config
+
+    tokenizer = load_text_tokenizer("smollm2")
+    prompts = [tokenizer.encode(prompt) for prompt in PROMPTS]
+    params = SamplingFields(temperature=0, max_tokens=NEW_TOKENS, ignore_eos=True)
+    moe = Engine(engine_config(model_path=str(exact_folder), weight_dtype="exact", kv_cache_tokens=2048))
+    assert moe.shape.num_experts == 2 and moe.shape.experts_per_token == 1
+    ours = moe.generate(prompts, params)
+    del moe
+    dense = Engine(engine_config(model_path="smollm2", weight_dtype="exact", kv_cache_tokens=2048))
+    assert ours == dense.generate(prompts, params)

@@ -1,0 +1,95 @@
+"""The upcycled MoE in process: tokens/s at concurrency 1 and 16 with the expert distribution recorder off
+and `stat` (goal: stat costs <= 3%), and the balancedness of a uniform-random and of a skewed prompt mix,
+measured as if the experts were split over 2 expert-parallel ranks.
+
+    .venv/bin/python bench/moe.py [--folder .cache/smollm2-moe-4x2] [--experts 4] [--top-k 2] [--new 32]
+
+The folder is written on first use with `serve model upcycle --perturb 0.05` (perturbed experts, so the
+seeded router's choices matter). ep_size 2 is not measured: expert parallelism is not built yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import random
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from roles.protocol import SamplingFields  # noqa: E402
+from roles.scheduler.engine import Engine  # noqa: E402
+from roles.scheduler.engine_settings import engine_config  # noqa: E402
+from roles.scheduler.expert_stats.balancedness import pass_balancedness  # noqa: E402
+from roles.scheduler.expert_stats.placement import ExpertPlacement  # noqa: E402
+from roles.scheduler.expert_stats.recorder import NoopRecorder, make_recorder  # noqa: E402
+
+
+def prompts(count: int, seed: int, skewed: bool) -> list[list[int]]:
+    """Uniform: ids drawn from the whole vocabulary; skewed: every prompt repeats a few ids."""
+    rng = random.Random(seed)
+    if skewed:
+        few = [rng.randrange(100, 20000) for _ in range(3)]
+        return [[rng.choice(few) for _ in range(32)] for _ in range(count)]
+    return [[rng.randrange(100, 20000) for _ in range(32)] for _ in range(count)]
+
+
+def tok_s(engine: Engine, batch: list[list[int]], new: int) -> float:
+    params = SamplingFields(temperature=0, max_tokens=new, ignore_eos=True)
+    started = time.perf_counter()
+    engine.generate(batch, params)
+    return len(batch) * new / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--folder", default=str(ROOT / ".cache" / "smollm2-moe-4x2"))
+    parser.add_argument("--experts", type=int, default=4)
+    parser.add_argument("--top-k", type=int, default=2)
+    parser.add_argument("--new", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=3, help="best of N per figure")
+    args = parser.parse_args()
+    folder = pathlib.Path(args.folder)
+    if not folder.is_dir():
+        serve = pathlib.Path(sys.executable).with_name("serve")
+        command = [str(serve), "model", "upcycle", "--experts", str(args.experts), "--top-k", str(args.top_k)]
+        subprocess.run([*command, "--perturb", "0.05", "--out", str(folder)], check=True)
+    engine = Engine(engine_config(model_path=str(folder), kv_cache_tokens=16 * 256, max_running_requests=16))
+    shape = engine.shape
+    placement = ExpertPlacement.contiguous(shape.num_layers, shape.num_experts, num_ranks=2)
+    warm = prompts(2, 0, skewed=False)
+    tok_s(engine, warm, 4)
+
+    print(
+        f"{folder.name}: {shape.num_experts} experts, top {shape.experts_per_token}, {shape.num_layers} layers"
+    )
+    print(f"{'concurrency':>11}  {'recorder off':>12}  {'recorder stat':>13}  {'stat cost':>9}")
+    for concurrency in (1, 16):
+        figures = {}
+        for mode in ("off", "stat"):
+            recorder = NoopRecorder() if mode == "off" else make_recorder("stat", placement, 1000)
+            engine.attach_expert_stats(recorder, None)
+            runs = [tok_s(engine, prompts(concurrency, 10 + r, False), args.new) for r in range(args.repeat)]
+            figures[mode] = max(runs)
+        cost = 1 - figures["stat"] / figures["off"]
+        print(f"{concurrency:>11}  {figures['off']:>12.1f}  {figures['stat']:>13.1f}  {cost:>8.1%}")
+
+    print("balancedness over 2 ranks (mean of passes):")
+    for skewed in (False, True):
+        recorder = make_recorder("stat", placement, 1000)
+        engine.attach_expert_stats(recorder, None)
+        recorder.start()
+        tok_s(engine, prompts(16, 99, skewed), args.new)
+        passes = recorder.kept_counts()
+        values = [pass_balancedness(placement.rank_counts(counts)) for counts in passes]
+        name = "skewed" if skewed else "uniform"
+        print(f"  {name:>7}: {sum(values) / len(values):.4f} over {len(values)} passes")
+
+
+if __name__ == "__main__":
+    main()
