@@ -8,9 +8,9 @@ import json
 import httpx
 import pytest
 from serve_harness import ServeProcess
-from tests.moe_checkpoint import write_tiny_mixtral
 
 from conftest import tiny_config
+from tests.moe_checkpoint import write_tiny_mixtral
 
 
 @pytest.fixture(scope="module")
