@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+import torch
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -44,6 +46,20 @@ def tok_s(engine: Engine, batch: list[list[int]], new: int) -> float:
     return len(batch) * new / (time.perf_counter() - started)
 
 
+def stat_hooks_ms(placement: ExpertPlacement, top_k: int, tokens: int = 16, passes: int = 500) -> float:
+    """What the stat recorder adds to one forward pass, timed alone: begin, one route per layer, end."""
+    recorder = make_recorder("stat", placement, 1000)
+    recorder.start()
+    ids = torch.randint(0, placement.num_physical, (tokens, top_k))
+    started = time.perf_counter()
+    for pass_id in range(passes):
+        recorder.begin_pass(pass_id)
+        for layer in range(placement.num_layers):
+            recorder.on_route(layer, ids)
+        recorder.end_pass()
+    return (time.perf_counter() - started) / passes * 1e3
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -52,7 +68,7 @@ def main() -> None:
     parser.add_argument("--experts", type=int, default=4)
     parser.add_argument("--top-k", type=int, default=2)
     parser.add_argument("--new", type=int, default=32)
-    parser.add_argument("--repeat", type=int, default=3, help="best of N per figure")
+    parser.add_argument("--repeat", type=int, default=5, help="best of N per figure")
     args = parser.parse_args()
     folder = pathlib.Path(args.folder)
     if not folder.is_dir():
@@ -62,22 +78,30 @@ def main() -> None:
     engine = Engine(engine_config(model_path=str(folder), kv_cache_tokens=16 * 256, max_running_requests=16))
     shape = engine.shape
     placement = ExpertPlacement.contiguous(shape.num_layers, shape.num_experts, num_ranks=2)
-    warm = prompts(2, 0, skewed=False)
-    tok_s(engine, warm, 4)
+    tok_s(engine, prompts(16, 0, skewed=False), 8)  # warm-up at the larger batch
 
     print(
         f"{folder.name}: {shape.num_experts} experts, top {shape.experts_per_token}, {shape.num_layers} layers"
     )
     print(f"{'concurrency':>11}  {'recorder off':>12}  {'recorder stat':>13}  {'stat cost':>9}")
+    step_seconds: dict[int, float] = {}
     for concurrency in (1, 16):
-        figures = {}
-        for mode in ("off", "stat"):
-            recorder = NoopRecorder() if mode == "off" else make_recorder("stat", placement, 1000)
-            engine.attach_expert_stats(recorder, None)
-            runs = [tok_s(engine, prompts(concurrency, 10 + r, False), args.new) for r in range(args.repeat)]
-            figures[mode] = max(runs)
+        recorders = {"off": NoopRecorder(), "stat": make_recorder("stat", placement, 1000)}
+        runs: dict[str, list[float]] = {"off": [], "stat": []}
+        for r in range(args.repeat):  # interleaved, so drift on a shared machine hits both alike
+            for mode, recorder in recorders.items():
+                engine.attach_expert_stats(recorder, None)
+                runs[mode].append(tok_s(engine, prompts(concurrency, 10 + r, False), args.new))
+        figures = {mode: max(values) for mode, values in runs.items()}
+        step_seconds[concurrency] = concurrency / figures["off"]
         cost = 1 - figures["stat"] / figures["off"]
         print(f"{concurrency:>11}  {figures['off']:>12.1f}  {figures['stat']:>13.1f}  {cost:>8.1%}")
+
+    hooks_ms = stat_hooks_ms(placement, shape.experts_per_token)
+    for concurrency, step_s in step_seconds.items():
+        print(
+            f"stat hooks alone: {hooks_ms:.2f} ms per pass = {hooks_ms / 1e3 / step_s:.2%} of a c={concurrency} step"
+        )
 
     print("balancedness over 2 ranks (mean of passes):")
     for skewed in (False, True):
