@@ -13,16 +13,10 @@ import pathlib
 import numpy as np
 import torch
 
-from tests.tiny_checkpoint import _write_tokenizer
+from tests.tiny_checkpoint import TINY_DIMS, _write_tokenizer
 
 _SHARED = dict(
-    vocab_size=320,
-    hidden_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=2048,
-    rms_norm_eps=1e-5,
+    TINY_DIMS,
     tie_word_embeddings=False,
     num_experts_per_tok=2,
     # Wider than HF's 0.02 so logits (and router scores) are spread out: no near-ties decided by rounding.

@@ -29,16 +29,21 @@ _TRAINING_SENTENCES = [
     "The cache keeps keys and values in fixed-size pages.",
 ]
 
-# Small enough to be fast, big enough to exercise GQA, several layers and llama3 rope scaling.
-_TINY_CONFIG = dict(
+# The dimensions every tiny test checkpoint shares, dense and MoE (tests/moe_checkpoint.py).
+TINY_DIMS = dict(
     vocab_size=320,
     hidden_size=64,
-    intermediate_size=128,
     num_hidden_layers=2,
     num_attention_heads=4,
     num_key_value_heads=2,
     max_position_embeddings=2048,
     rms_norm_eps=1e-5,
+)
+
+# Small enough to be fast, big enough to exercise GQA, several layers and llama3 rope scaling.
+_TINY_CONFIG = dict(
+    TINY_DIMS,
+    intermediate_size=128,
     rope_theta=10000.0,
     rope_scaling={
         "rope_type": "llama3",

@@ -3,6 +3,7 @@ import json
 from serve_command import run_serve
 
 from launcher.derivations import LAUNCHER_RULES
+from launcher.role_list import ROLES
 from runtime_context import resolve
 from tests.publish_as import projection_of
 
@@ -13,15 +14,7 @@ def test_inspect_json_per_role_matches_projection_and_fingerprint(tmp_path):
     result = run_serve("roles", "inspect", "--config", str(cfg), "--format", "json")
     assert result.returncode == 0, result.stderr
     processes = json.loads(result.stdout)["processes"]
-    roles = [p["role"] for p in processes]
-    assert roles == [
-        "launcher",
-        "tokenizer",
-        "scheduler",
-        "dp_controller",
-        "encoder",
-        "weight_cache_daemon",
-    ]
+    assert [p["role"] for p in processes] == ROLES.names()  # the list itself is pinned in test_role_list
     fingerprint = resolve(str(cfg), environ={}, rules=LAUNCHER_RULES).fingerprint
     for process in processes:
         assert process["fingerprint"] == fingerprint
