@@ -1,16 +1,19 @@
-"""The upcycled MoE in process: tokens/s at concurrency 1 and 16 with the expert distribution recorder off
-and `stat` (goal: stat costs <= 3%), and the balancedness of a uniform-random and of a skewed prompt mix,
-measured as if the experts were split over 2 expert-parallel ranks.
+"""The upcycled MoE: tokens/s at concurrency 1 and 16 with the expert distribution recorder off and `stat`
+(goal: stat costs <= 3%), in process; the balancedness of a uniform-random and of a skewed prompt mix,
+measured as if the experts were split over 2 expert-parallel ranks; then tokens/s at concurrency 1 and 16
+through the real server with `parallel.ep_size` 1 and 2 (ratio 2 / 1), one server at a time.
 
     .venv/bin/python bench/moe.py [--folder .cache/smollm2-moe-4x2] [--experts 4] [--top-k 2] [--new 32]
+                                  [--skip-ep]
 
 The folder is written on first use with `serve model upcycle --perturb 0.05` (perturbed experts, so the
-seeded router's choices matter). ep_size 2 is not measured: expert parallelism is not built yet.
+seeded router's choices matter).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import pathlib
 import random
 import subprocess
@@ -22,6 +25,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.serving import free_loopback_port, run_load, start_server  # noqa: E402
 from roles.protocol import SamplingFields  # noqa: E402
 from roles.scheduler.engine import Engine  # noqa: E402
 from roles.scheduler.engine_settings import engine_config  # noqa: E402
@@ -60,6 +64,26 @@ def stat_hooks_ms(placement: ExpertPlacement, top_k: int, tokens: int = 16, pass
     return (time.perf_counter() - started) / passes * 1e3
 
 
+def serving_tok_s(folder: pathlib.Path, ep_size: int, concurrency: int, new: int, repeat: int) -> float:
+    """Best of `repeat` loads of 2 x concurrency requests (32-token prompts) through `serve` with ep_size."""
+    port = free_loopback_port()
+    extra = (
+        f"model: {{path: '{folder}', served_name: moe}}\nparallel: {{ep_size: {ep_size}}}\n"
+        "memory: {kv_cache_tokens: 8192, page_size: 16}\n"
+    )
+    server = start_server(port, "exact", 16, extra)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        runs = [
+            asyncio.run(run_load(url, "moe", concurrency, 2 * concurrency, 32, new, None, seed))["tok_s"]
+            for seed in range(repeat)
+        ]
+    finally:
+        server.terminate()
+        server.wait(60)
+    return max(runs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -69,6 +93,7 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=2)
     parser.add_argument("--new", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=5, help="best of N per figure")
+    parser.add_argument("--skip-ep", action="store_true", help="do not measure ep_size 1 and 2 through serve")
     args = parser.parse_args()
     folder = pathlib.Path(args.folder)
     if not folder.is_dir():
@@ -113,6 +138,16 @@ def main() -> None:
         values = [pass_balancedness(placement.rank_counts(counts)) for counts in passes]
         name = "skewed" if skewed else "uniform"
         print(f"  {name:>7}: {sum(values) / len(values):.4f} over {len(values)} passes")
+    if args.skip_ep:
+        return
+    del engine  # the servers below need the cores and the memory to themselves
+
+    print("through serve (exec.threads derived: 2 for ep_size 1, 1 per rank for ep_size 2):")
+    print(f"{'concurrency':>11}  {'ep_size 1 tok/s':>15}  {'ep_size 2 tok/s':>15}  {'2 / 1':>6}")
+    for concurrency in (1, 16):
+        figures = {ep: serving_tok_s(folder, ep, concurrency, args.new, 3) for ep in (1, 2)}
+        ratio = figures[2] / figures[1]
+        print(f"{concurrency:>11}  {figures[1]:>15.1f}  {figures[2]:>15.1f}  {ratio:>5.2f}x")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import asyncio
 import json
 import pathlib
 import random
+import socket
 import subprocess
 import sys
 import tempfile
@@ -167,11 +168,12 @@ def engine_tok_s(
     return num_requests * output_len / (time.perf_counter() - started)
 
 
-def start_server(port: int, weight_dtype: str, max_running: int) -> subprocess.Popen:
+def start_server(port: int, weight_dtype: str, max_running: int, extra_yaml: str = "") -> subprocess.Popen:
+    """`serve` on 127.0.0.1:port, returned once it is ready; extra_yaml: more top-level namespaces."""
     config = pathlib.Path(tempfile.mkdtemp()) / "bench.yaml"
     config.write_text(
         f"http: {{host: 127.0.0.1, port: {port}}}\nexec: {{weight_dtype: {weight_dtype}}}\n"
-        f"schedule: {{max_running_requests: {max_running}}}\n"
+        f"schedule: {{max_running_requests: {max_running}}}\n{extra_yaml}"
     )
     serve = str(pathlib.Path(sys.executable).with_name("serve"))
     process = subprocess.Popen(
@@ -188,6 +190,12 @@ def start_server(port: int, weight_dtype: str, max_running: int) -> subprocess.P
         if time.monotonic() > deadline:
             break
     raise SystemExit(f"serve did not start (exit {process.poll()})")
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def main() -> None:
@@ -216,11 +224,7 @@ def main() -> None:
     server = None
     url = args.url
     if args.start:
-        import socket
-
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_loopback_port()
         server = start_server(port, args.weight_dtype, max(args.concurrency))
         url = f"http://127.0.0.1:{port}"
     for target in (url, args.reference_url):

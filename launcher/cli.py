@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from launcher.collector_check import LAUNCHER_CONSTRAINTS
+from launcher.constraints import LAUNCHER_CONSTRAINTS
 from launcher.derivations import LAUNCHER_RULES
 from launcher.live_inspect import LiveInspectError, fetch_live_entries
 from launcher.model_commands import add_model_commands, run_model_command

@@ -33,5 +33,3 @@ STAT_LOGGERS_IMPORTABLE = Constraint(
     lambda values: stat_logger_problem(values["observability.stat_loggers"]) is None,
     lambda values: str(stat_logger_problem(values["observability.stat_loggers"])),
 )
-
-LAUNCHER_CONSTRAINTS: tuple[Constraint, ...] = (STAT_LOGGERS_IMPORTABLE,)

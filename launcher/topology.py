@@ -21,9 +21,15 @@ def num_encoders() -> int:
     return encoder.workers if encoder.enabled else 0
 
 
+def num_schedulers() -> int:
+    """The data-parallel replicas, or the expert-parallel ranks (each rank is a replica: its own requests)."""
+    parallel = get_parallel()
+    return max(parallel.dp_size, parallel.ep_size)
+
+
 def child_specs() -> list[ChildSpec]:
     """Back ends first: schedulers load the model while the fronts start."""
-    dp_size = get_parallel().dp_size
+    dp_size = num_schedulers()
     cache = get_weight_cache()
     specs = []
     if cache.enabled and not cache.persist:  # a persistent daemon is not a child: see ensure_daemon
@@ -40,8 +46,9 @@ def endpoints_for(runtime_dir: str, persistent_cache: str | None = None) -> Endp
     endpoints = Endpoints(
         runtime_dir,
         num_tokenizers=get_tokenizer().workers,
-        dp_size=get_parallel().dp_size,
+        dp_size=num_schedulers(),
         num_encoders=num_encoders(),
+        ep_size=get_parallel().ep_size,
     )
     if not get_weight_cache().enabled:
         return endpoints

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 class Endpoints:
     runtime_dir: str
     num_tokenizers: int
-    dp_size: int
+    dp_size: int  # scheduler replicas; with expert parallelism, its ranks
     num_encoders: int = 0  # 0: /v1/embeddings is not served
+    ep_size: int = 1  # expert-parallel ranks among the schedulers (1: none)
     weight_cache: str | None = None  # the weight_cache_daemon's address; None: schedulers load from disk
 
     def _ipc(self, name: str) -> str:
@@ -47,6 +48,16 @@ class Endpoints:
     @property
     def dp_load(self) -> str:
         return self._ipc("dp_controller.load")
+
+    @property
+    def ep_rendezvous(self) -> str:
+        """The file through which expert-parallel ranks find each other (a torch.distributed FileStore)."""
+        return f"{self.runtime_dir}/expert_parallel.store"
+
+    @property
+    def ep_progress(self) -> str:
+        """Shared memory where each expert-parallel rank counts the collectives it has entered."""
+        return f"{self.runtime_dir}/expert_parallel.progress"
 
     @property
     def request_entry(self) -> str:

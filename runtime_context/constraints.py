@@ -19,6 +19,24 @@ class Constraint:
 
 CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint(
+        ("parallel.dp_size", "parallel.ep_size"),
+        lambda v: v["parallel.ep_size"] == 1 or v["parallel.dp_size"] in (1, v["parallel.ep_size"]),
+        lambda v: (
+            f"must be 1 or equal parallel.ep_size={v['parallel.ep_size']}: every expert-parallel rank is "
+            f"one replica; got {v['parallel.dp_size']}"
+        ),
+    ),
+    Constraint(
+        ("parallel.ep_timeout_s", "parallel.ep_size", "launcher.heartbeat_timeout_s"),
+        lambda v: (
+            v["parallel.ep_size"] == 1 or v["parallel.ep_timeout_s"] < v["launcher.heartbeat_timeout_s"]
+        ),
+        lambda v: (
+            f"must be shorter than launcher.heartbeat_timeout_s={v['launcher.heartbeat_timeout_s']:g}, so that "
+            f"a rank waiting for a hung one names it before both look hung; got {v['parallel.ep_timeout_s']:g}"
+        ),
+    ),
+    Constraint(
         ("weight_cache.persist", "weight_cache.enabled"),
         lambda v: not v["weight_cache.persist"] or v["weight_cache.enabled"],
         lambda v: "true needs weight_cache.enabled: true",

@@ -34,12 +34,18 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def scheduler_replicas(values: Mapping[str, Any]) -> int:
+    """Scheduler processes of one server: the data-parallel replicas, or the expert-parallel ranks."""
+    return max(values["parallel.dp_size"], values["parallel.ep_size"])
+
+
 THREADS_FROM_CPUS = DerivationRule(
     name="available_cpus",
     target="exec.threads",
-    inputs=("exec.threads=0", "cpu affinity"),
+    inputs=("exec.threads=0", "cpu affinity", "parallel.dp_size", "parallel.ep_size"),
     applies=lambda values: values["exec.threads"] == 0,
-    compute=lambda values: available_cpus(),
+    # The cores are shared by every scheduler replica; each computes on its share.
+    compute=lambda values: max(1, available_cpus() // scheduler_replicas(values)),
 )
 
 BUILTIN_RULES: tuple[DerivationRule, ...] = (THREADS_FROM_CPUS,)

@@ -136,8 +136,27 @@ _declare(
 _declare("memory", "page_size", int, 16, "Tokens per KV-cache page.", minimum=1, maximum=1024)
 _declare("memory", "prefix_cache", bool, True, "Reuse cached pages of shared prompt prefixes.")
 
-# parallel: data-parallel scheduler replicas
+# parallel: scheduler replicas (data-parallel) and expert-parallel ranks
 _declare("parallel", "dp_size", int, 1, "Number of scheduler replicas.", minimum=1, maximum=64)
+_declare(
+    "parallel",
+    "ep_size",
+    int,
+    1,
+    "Expert-parallel ranks: that many scheduler replicas, each holding num_experts / ep_size experts of "
+    "every MoE layer and running its own requests' attention; tokens meet their experts by all-to-all.",
+    minimum=1,
+    maximum=64,
+)
+_declare(
+    "parallel",
+    "ep_timeout_s",
+    float,
+    20.0,
+    "How long an expert-parallel rank waits for the others at a collective before it stops, naming the "
+    "ranks that did not arrive.",
+    minimum=1,
+)
 _declare(
     "parallel",
     "load_balance",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -25,6 +26,9 @@ from roles.scheduler.prefix_cache import PrefixCache
 from roles.scheduler.request import Request
 from roles.scheduler.sampler import Sampler
 from roles.scheduler.step_inputs import build_forward_batch
+
+if TYPE_CHECKING:
+    from roles.scheduler.expert_parallel.shard import ShardFor
 
 
 @dataclass
@@ -57,8 +61,14 @@ class TokenOutput:
 
 
 class Engine:
-    def __init__(self, config: EngineConfig, model_and_shape: tuple | None = None):
-        """Loads ``config.model_path`` unless ``model_and_shape`` (model, ModelShape) is given (tests)."""
+    def __init__(
+        self,
+        config: EngineConfig,
+        model_and_shape: tuple | None = None,
+        expert_shard_for: ShardFor | None = None,
+    ):
+        """Loads ``config.model_path`` unless ``model_and_shape`` (model, ModelShape) is given (tests).
+        expert_shard_for: this expert-parallel rank's experts, when loading here."""
         if config.page_size < 1 or config.kv_cache_tokens < config.page_size:
             raise ValueError(
                 f"kv_cache_tokens must be >= page_size >= 1; got {config.kv_cache_tokens} and {config.page_size}"
@@ -68,10 +78,15 @@ class Engine:
             from roles.scheduler.models.llama import load_model
 
             model_and_shape = load_model(
-                config.model_path, weight_dtype=config.weight_dtype, threads=config.threads or None
+                config.model_path,
+                weight_dtype=config.weight_dtype,
+                threads=config.threads or None,
+                expert_shard_for=expert_shard_for,
             )
         self.config = config
         self.model, self.shape = model_and_shape
+        # Expert parallelism: every rank runs every pass together (one with no tokens runs an idle pass).
+        self.expert_shard = getattr(self.model, "expert_shard", None)
         self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
         num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
         self.kv_cache = KVCache(self.shape, num_pages, config.page_size)
@@ -139,15 +154,12 @@ class Engine:
         outputs, self._pending_outputs = self._pending_outputs, []
         batch = self.scheduler.schedule()
         if batch.is_empty:
+            if self.expert_shard is not None:
+                self._run_pass(None)
             return outputs
         forward_batch: ForwardBatch = build_forward_batch(batch, self.config.page_size)
-        pass_id = next(self._pass_ids)
-        self.expert_recorder.begin_pass(pass_id, forward_batch.positions)
         with torch.inference_mode():
-            logits = self.model.forward(forward_batch, self.kv_cache)
-            routed = self.expert_recorder.end_pass()
-            if self.expert_reporter is not None and routed is not None:
-                self.expert_reporter.observe(pass_id, routed)
+            logits = self._run_pass(forward_batch)
             self.scheduler.on_computed(batch)
             # Partially prefilled sequences produce no token this step.
             rows = [i for i, r in enumerate(batch.requests) if r.num_computed_tokens == r.num_tokens]
@@ -162,6 +174,23 @@ class Engine:
         for request, token_id, logprobs in zip(requests, sampled.token_ids, sampled.logprobs, strict=True):
             outputs.append(self._append_token(request, token_id, logprobs))
         return outputs
+
+    def _run_pass(self, forward_batch: ForwardBatch | None) -> torch.Tensor | None:
+        """One forward pass, told to the expert recorder and reporter; None: the idle pass of an
+        expert-parallel rank with no tokens (it still serves the other ranks' tokens)."""
+        pass_id = next(self._pass_ids)
+        self.expert_recorder.begin_pass(pass_id, None if forward_batch is None else forward_batch.positions)
+        logits = None
+        if forward_batch is None:
+            self.model.idle_pass()
+        else:
+            logits = self.model.forward(forward_batch, self.kv_cache)
+        routed = self.expert_recorder.end_pass()
+        if self.expert_reporter is not None and routed is not None:
+            if self.expert_shard is not None:  # balancedness is about every rank's tokens
+                routed = self.expert_shard.group.sum(routed)
+            self.expert_reporter.observe(pass_id, routed)
+        return logits
 
     def _append_token(self, request: Request, token_id: int, logprobs) -> TokenOutput:
         request.token_ids.append(token_id)

@@ -37,7 +37,7 @@ from roles.scheduler.expert_stats.from_settings import (
     reporter_from_context,
 )
 from roles.scheduler.expert_stats.placement import ExpertPlacement
-from runtime_context import get_weight_cache
+from runtime_context import get_parallel, get_weight_cache
 
 log = logging.getLogger("roleserve.scheduler")
 
@@ -102,10 +102,13 @@ class SchedulerServer:
             elif isinstance(message, Abort):
                 self.engine.abort(message.request_id)
             elif isinstance(message, ExpertRecording) and 0 <= message.reply_to < len(self.results):
-                reply = run_recording_command(
-                    self.engine.expert_recorder, message, self.link.spec.instance, self.recorder_dir
-                )
-                self.results[message.reply_to].send(encode(reply))
+                self.on_recording(message)
+
+    def on_recording(self, message: ExpertRecording) -> None:
+        reply = run_recording_command(
+            self.engine.expert_recorder, message, self.link.spec.instance, self.recorder_dir
+        )
+        self.results[message.reply_to].send(encode(reply))
 
     def admit(self, message: Generate) -> None:
         try:
@@ -171,7 +174,7 @@ class SchedulerServer:
         return reporter.snapshot() if reporter is not None and reporter.exports else None
 
 
-def shared_model_or_none(link: ChildLink, config):
+def shared_model_or_none(link: ChildLink, config, expert_shard_for=None):
     """The model mapped from the weight_cache_daemon, or None to load from disk (weight_cache.on_unavailable)."""
     cache = get_weight_cache()
     if not cache.enabled or link.endpoints.weight_cache is None:
@@ -181,7 +184,11 @@ def shared_model_or_none(link: ChildLink, config):
 
     try:
         return load_shared_model(
-            link.zmq_context, link.endpoints.weight_cache, config.model_path, config.weight_dtype
+            link.zmq_context,
+            link.endpoints.weight_cache,
+            config.model_path,
+            config.weight_dtype,
+            expert_shard_for,
         )
     except (WeightCacheUnavailable, OSError, ValueError) as error:
         if cache.on_unavailable == "fail":
@@ -192,22 +199,66 @@ def shared_model_or_none(link: ChildLink, config):
         return None
 
 
+def expert_parallel_group(link: ChildLink):
+    """This rank's group when parallel.ep_size > 1 (its rank is this scheduler's instance), else None."""
+    parallel = get_parallel()
+    if parallel.ep_size == 1:
+        return None
+    from roles.scheduler.expert_parallel.group import ExpertParallelGroup
+
+    endpoints = link.endpoints
+    return ExpertParallelGroup(
+        link.spec.instance,
+        parallel.ep_size,
+        endpoints.ep_rendezvous,
+        endpoints.ep_progress,
+        parallel.ep_timeout_s,
+    )
+
+
 def main(link: ChildLink) -> None:
     config = engine_config_from_context()
     started = time.monotonic()
     if config.threads:
         torch.set_num_threads(config.threads)
+    group = expert_parallel_group(link)
+    shard_for = None
+    if group is not None:
+        from roles.scheduler.expert_parallel.shard import contiguous_shard_for
+
+        shard_for = contiguous_shard_for(group)
     log.info(
-        "loading %s (weights %s, %d threads)", config.model_path, config.weight_dtype, config.threads or 0
+        "loading %s (weights %s, %d threads%s)",
+        config.model_path,
+        config.weight_dtype,
+        config.threads or 0,
+        f", expert-parallel rank {group.rank} of {group.size}" if group else "",
     )
-    engine = Engine(config, shared_model_or_none(link, config))
-    placement = (
-        ExpertPlacement.contiguous(engine.shape.num_layers, engine.shape.num_experts)
-        if engine.shape.num_experts
-        else None
-    )
+    engine = Engine(config, shared_model_or_none(link, config, shard_for), expert_shard_for=shard_for)
+    if engine.expert_shard is not None:
+        placement = engine.expert_shard.placement
+    elif engine.shape.num_experts:
+        placement = ExpertPlacement.contiguous(engine.shape.num_layers, engine.shape.num_experts)
+    else:
+        placement = None
     engine.attach_expert_stats(recorder_from_context(placement), reporter_from_context(placement))
     log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
-    server = SchedulerServer(link, engine, recorder_dir_from_context())
+    if group is None:
+        server = SchedulerServer(link, engine, recorder_dir_from_context())
+    else:
+        from roles.scheduler.expert_parallel.group import RankMissing
+        from roles.scheduler.lockstep_server import LockstepSchedulerServer
+
+        try:
+            group.join()
+        except RankMissing as error:
+            raise SystemExit(f"scheduler: {error}") from None
+        server = LockstepSchedulerServer(link, engine, recorder_dir_from_context(), group)
     link.send_ready()
-    server.run()
+    if group is None:
+        server.run()
+        return
+    try:
+        server.run()
+    except RankMissing as error:
+        raise SystemExit(f"scheduler: {error}") from None

@@ -1,6 +1,7 @@
 import pytest
 
 from runtime_context import ConfigError, resolve
+from runtime_context.derivation import available_cpus
 
 
 def write(tmp_path, text, name="cfg.yaml"):
@@ -54,9 +55,18 @@ def test_empty_file_is_an_empty_config(tmp_path):
 def test_derived_leaf_records_rule_and_inputs():
     resolved = resolve(environ={})
     assert resolved.raw_value("exec.threads") >= 1
-    assert str(resolved.source("exec.threads")) == "derived available_cpus from exec.threads=0, cpu affinity"
+    assert (
+        str(resolved.source("exec.threads"))
+        == "derived available_cpus from exec.threads=0, cpu affinity, parallel.dp_size, parallel.ep_size"
+    )
     explicit = resolve(sets=["exec.threads=3"], environ={})
     assert explicit.raw_value("exec.threads") == 3
+
+
+def test_derived_threads_share_the_cores_among_scheduler_replicas():
+    cpus = available_cpus()
+    for sets in (["parallel.dp_size=2"], ["parallel.ep_size=2"]):
+        assert resolve(sets=sets, environ={}).raw_value("exec.threads") == max(1, cpus // 2)
 
 
 def test_all_problems_are_collected_together(tmp_path):

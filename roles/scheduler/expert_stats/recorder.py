@@ -147,7 +147,7 @@ class PerTokenRecorder(CountingRecorder):
 
     def on_route(self, layer: int, topk_ids: torch.Tensor) -> None:
         super().on_route(layer, topk_ids)
-        if self.recording:
+        if self.recording and topk_ids.numel():
             logical = self.placement.physical_to_logical[layer][topk_ids.to(torch.int64)]
             positions = self._positions.tolist() if self._positions is not None else None
             self._routes.append(

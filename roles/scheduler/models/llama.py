@@ -9,6 +9,8 @@ scheduler samples from (``batch.logits_indices``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -25,13 +27,18 @@ from roles.scheduler.models.swiglu import swiglu
 from roles.weight_format.execution_format import load_execution_weights
 from roles.weight_format.linear_tensors import WEIGHT_DTYPES
 
+if TYPE_CHECKING:
+    from roles.scheduler.expert_parallel.shard import ExpertShard, ShardFor
+
 
 def _vector(size: int) -> nn.Parameter:
     return nn.Parameter(meta((size,)), requires_grad=False)
 
 
 class LlamaDecoderLayer(nn.Module):
-    def __init__(self, shape: ModelShape, index: int, state: dict[str, torch.Tensor]):
+    def __init__(
+        self, shape: ModelShape, index: int, state: dict[str, torch.Tensor], shard: ExpertShard | None = None
+    ):
         super().__init__()
         prefix = f"layers.{index}."
         self.index = index
@@ -47,7 +54,7 @@ class LlamaDecoderLayer(nn.Module):
         self.qkv_proj = linear_for(state, prefix + "qkv_proj.", self.q_size + 2 * self.kv_size, hidden)
         self.qkv_bias = _vector(self.q_size + 2 * self.kv_size) if shape.attention_bias else None
         self.o_proj = linear_for(state, prefix + "o_proj.", hidden, self.q_size)
-        self.moe = SparseMoeBlock(shape, index, state, prefix + "moe.") if shape.is_moe else None
+        self.moe = SparseMoeBlock(shape, index, state, prefix + "moe.", shard=shard) if shape.is_moe else None
         if self.moe is None:
             self.gate_up_proj = linear_for(state, prefix + "gate_up_proj.", 2 * inter, hidden)
             self.down_proj = linear_for(state, prefix + "down_proj.", hidden, inter)
@@ -77,7 +84,14 @@ class LlamaForCausalLM(nn.Module):
     The converted state (``roles.weight_format.execution_format``) tells which kind each linear is (packed
     blocks, float32, int8, int4) and whether the head is its own matrix; the shape gives every size."""
 
-    def __init__(self, shape: ModelShape, state: dict[str, torch.Tensor], weight_dtype: str = "exact"):
+    def __init__(
+        self,
+        shape: ModelShape,
+        state: dict[str, torch.Tensor],
+        weight_dtype: str = "exact",
+        shard: ExpertShard | None = None,
+    ):
+        """shard: this expert-parallel rank's experts (the state then holds only those, see ExpertShard)."""
         super().__init__()
         if weight_dtype not in WEIGHT_DTYPES:
             raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
@@ -93,7 +107,9 @@ class LlamaForCausalLM(nn.Module):
             self.embedding = linear_for(state, "embedding.", vocab, hidden)
         else:
             self.embed_tokens = nn.Parameter(meta((vocab, hidden)), requires_grad=False)
-        self.layers = nn.ModuleList(LlamaDecoderLayer(shape, i, state) for i in range(shape.num_layers))
+        self.layers = nn.ModuleList(
+            LlamaDecoderLayer(shape, i, state, shard) for i in range(shape.num_layers)
+        )
         self.norm = _vector(hidden)
         # None: tied, the embedding matrix serves as the head (no second copy).
         self.lm_head = linear_for(state, "lm_head.", vocab, hidden) if has_linear(state, "lm_head.") else None
@@ -144,6 +160,14 @@ class LlamaForCausalLM(nn.Module):
         logits[prefills] = self.forward_ops(batch.select(prefills), kv)
         return logits
 
+    @torch.inference_mode()
+    def idle_pass(self) -> None:
+        """An expert-parallel rank with nothing to compute this step: no tokens, but at every MoE layer it
+        joins the exchange, so the other ranks' tokens reach its experts."""
+        hidden = self.embed(torch.empty(0, dtype=torch.int64))
+        for layer in self.layers:
+            layer.moe(hidden)
+
     def forward_ops(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
         """The op-by-op path: any mix of prefill chunks and decodes."""
         plan = PagedAttentionPlan(batch, kv.page_size, self.queries_per_kv)
@@ -158,17 +182,28 @@ class LlamaForCausalLM(nn.Module):
 
 
 def model_from_state(
-    shape: ModelShape, weight_dtype: str, state: dict[str, torch.Tensor]
+    shape: ModelShape,
+    weight_dtype: str,
+    state: dict[str, torch.Tensor],
+    expert_shard_for: ShardFor | None = None,
 ) -> LlamaForCausalLM:
     """The model of ``shape`` holding the state's tensors themselves (no copy): read from the checkpoint, or
-    mapped from the weight cache's shared memory."""
-    model = LlamaForCausalLM(shape, state, weight_dtype)
+    mapped from the weight cache's shared memory. ``expert_shard_for(shape)``: this expert-parallel rank's
+    share of the experts; the model then holds only those (``model.expert_shard``)."""
+    shard = expert_shard_for(shape) if expert_shard_for is not None else None
+    if shard is not None:
+        state = shard.local_state(state)
+    model = LlamaForCausalLM(shape, state, weight_dtype, shard)
+    model.expert_shard = shard
     load_state(model, state)
     return model.eval()
 
 
 def load_model(
-    path: str, weight_dtype: str = "exact", threads: int | None = None
+    path: str,
+    weight_dtype: str = "exact",
+    threads: int | None = None,
+    expert_shard_for: ShardFor | None = None,
 ) -> tuple[LlamaForCausalLM, ModelShape]:
     """Resolve ``path`` (alias, .gguf or HF folder), convert its weights and build the model in eval mode."""
     if threads is not None:
@@ -177,6 +212,6 @@ def load_model(
         raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
     weight_dtype = runnable_weight_dtype(weight_dtype)
     converted = load_execution_weights(path, weight_dtype)
-    model = model_from_state(converted.shape, weight_dtype, converted.state)
+    model = model_from_state(converted.shape, weight_dtype, converted.state, expert_shard_for)
     model.eos_token_ids = converted.eos_token_ids
     return model, converted.shape

@@ -1,9 +1,10 @@
 import json
 
+import pytest
 import torch
 
 from roles.protocol import ExpertRecording, LoadReport
-from roles.scheduler.expert_stats.commands import run_recording_command
+from roles.scheduler.expert_stats.commands import merge_rank_dumps, run_recording_command
 from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.expert_stats.recorder import make_recorder
 from roles.scheduler.expert_stats.reporter import BalancednessReporter
@@ -47,3 +48,24 @@ def test_the_front_renders_what_the_scheduler_reported():
     assert 'roleserve_eplb_tokens_per_rank_sum{role="scheduler",instance="1",layer="0"} 4' in text
     nothing = balancedness_lines({0: LoadReport(0, 0, 0, 0, 1)}).splitlines()
     assert nothing and all(line.startswith("#") for line in nothing)  # headers only, no samples
+
+
+def test_the_dumps_of_expert_parallel_ranks_merge_pass_by_pass():
+    dumps = []
+    for rank, routed in enumerate(([[0, 1]], [[1, 3]])):
+        recorder = make_recorder("per_token", PLACEMENT, 8)
+        recorder.start()
+        recorder.begin_pass(7, torch.tensor([rank]))
+        recorder.on_route(0, torch.tensor(routed))
+        recorder.end_pass()
+        dumps.append(recorder.dump())
+    merged = merge_rank_dumps(dumps)
+    assert merged["ranks"] == 2 and merged["pass_ids"] == [7]
+    assert merged["logical_counts"] == [[1, 2, 0, 1]]
+    assert [(route["rank"], route["topk_ids"]) for route in merged["per_token"]] == [
+        (0, [[0, 1]]),
+        (1, [[1, 3]]),
+    ]
+    dumps[1]["pass_ids"] = [8]
+    with pytest.raises(ValueError, match="different passes"):
+        merge_rank_dumps(dumps)

@@ -1,0 +1,9 @@
+"""The checks the launcher adds to the built-in constraints: those that need roles' code or the model file."""
+
+from __future__ import annotations
+
+from launcher.collector_check import STAT_LOGGERS_IMPORTABLE
+from launcher.expert_parallel_check import EP_SIZE_FITS_THE_MODEL
+from runtime_context.constraints import Constraint
+
+LAUNCHER_CONSTRAINTS: tuple[Constraint, ...] = (STAT_LOGGERS_IMPORTABLE, EP_SIZE_FITS_THE_MODEL)

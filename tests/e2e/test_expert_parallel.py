@@ -1,0 +1,109 @@
+"""Expert parallelism through the real server: `parallel.ep_size: 2` runs two scheduler ranks, each with
+half of every layer's experts and its own requests, and answers greedy requests as `ep_size: 1` does; a
+dump gathers both ranks' counts; a rank that dies or hangs stops the server, named."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from serve_harness import ServeProcess
+from server_probes import DEADLINE_S
+
+from conftest import tiny_config
+from tests.moe_checkpoint import write_tiny_mixtral
+
+PROMPTS = ["Hello there", "The weather today", "One two three four five", "A", "Tell me a story about"]
+MAX_TOKENS = 8
+
+
+@pytest.fixture(scope="module")
+def mixtral(tmp_path_factory):
+    return write_tiny_mixtral(tmp_path_factory.mktemp("tiny-mixtral"))
+
+
+def ep_config(model, recordings, ep_size: int, **namespaces) -> dict:
+    return tiny_config(
+        model,
+        parallel={"ep_size": ep_size, "ep_timeout_s": 3},
+        exec={"moe": {"expert_distribution_recorder_mode": "per_pass", "recorder_dir": str(recordings)}},
+        **namespaces,
+    )
+
+
+def complete_all(server: ServeProcess) -> list[str]:
+    """Every prompt at once, so both ranks have requests in the same passes."""
+
+    def complete(prompt: str) -> str:
+        body = {"model": "tiny", "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0}
+        response = httpx.post(server.url + "/v1/completions", json=body, timeout=120)
+        assert response.status_code == 200, response.text
+        return response.json()["choices"][0]["text"]
+
+    with ThreadPoolExecutor(len(PROMPTS)) as pool:
+        return list(pool.map(complete, PROMPTS))
+
+
+def admin(server: ServeProcess, action: str) -> dict:
+    response = httpx.post(f"{server.url}/admin/expert_distribution/{action}", timeout=60)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def scheduler_pid(server: ServeProcess, rank: int) -> int:
+    processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
+    return next(p["pid"] for p in processes if p["role"] == "scheduler" and p["instance"] == rank)
+
+
+def test_two_ranks_answer_as_one_and_a_dump_gathers_both(mixtral, tmp_path):
+    with ServeProcess(tmp_path / "one", ep_config(mixtral, tmp_path / "rec1", 1)) as server:
+        alone = complete_all(server)
+    with ServeProcess(tmp_path / "two", ep_config(mixtral, tmp_path / "rec2", 2)) as server:
+        assert "expert-parallel rank 1 of 2" in server.output
+        assert admin(server, "start")["replicas"] == [{"instance": 0}, {"instance": 1}]
+        assert complete_all(server) == alone
+        admin(server, "stop")
+        replicas = admin(server, "dump")["replicas"]
+    assert [r["instance"] for r in replicas] == [0, 1] and "path" not in replicas[1]
+    with open(replicas[0]["path"], encoding="utf-8") as file:
+        dump = json.load(file)
+    assert os.path.basename(replicas[0]["path"]).startswith("expert_distribution-ep-")
+    assert dump["ranks"] == 2 and dump["mode"] == "per_pass" and dump["pass_ids"]
+    routed = [sum(layer) for layer in dump["logical_counts"]]
+    assert (
+        len(set(routed)) == 1 and routed[0] > 0 and routed[0] % 2 == 0
+    )  # every layer routed each token twice
+    per_pass = [sum(map(sum, record["logical_counts"])) for record in dump["per_pass"]]
+    assert sum(per_pass) == sum(routed)
+
+
+def stop_a_rank(mixtral, tmp_path, signum: signal.Signals) -> tuple[int, str]:
+    """Signal rank 1 of a two-rank server (restart_policy on-failure) and wait for the server to exit 1;
+    (rank 1's pid, the server's output)."""
+    config = ep_config(mixtral, tmp_path / "rec", 2, launcher={"restart_policy": "on-failure"})
+    with ServeProcess(tmp_path / "serve", config) as server:
+        pid = scheduler_pid(server, 1)
+        os.kill(pid, signum)
+        assert server.wait_exit(DEADLINE_S) == 1
+        return pid, server.output
+
+
+def test_a_rank_that_dies_stops_the_server_with_its_rank_named(mixtral, tmp_path):
+    """The launcher may see rank 0 leave first (it found its peer gone at once): every rank gone is named."""
+    pid, output = stop_a_rank(mixtral, tmp_path, signal.SIGKILL)
+    assert f"scheduler[1] (pid {pid}) was killed by signal SIGKILL" in output
+    assert "whose group cannot take a restarted rank: shutting everything down" in output
+    assert "restarting it" not in output
+
+
+def test_a_rank_that_hangs_is_named_by_the_other_within_the_collective_timeout(mixtral, tmp_path):
+    """Stopped, rank 1 neither dies nor answers: rank 0 waits at most parallel.ep_timeout_s (3 s here, the
+    launcher's heartbeat timeout is 30 s) and exits naming it."""
+    _, output = stop_a_rank(mixtral, tmp_path, signal.SIGSTOP)
+    assert "expert-parallel rank 0 stopped at collective" in output
+    assert "bounded by parallel.ep_timeout_s=3s: rank(s) [1] did not arrive" in output
+    assert "scheduler[0] (pid" in output and "it was expert-parallel rank 0 of 2" in output
