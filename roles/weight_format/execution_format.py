@@ -15,6 +15,7 @@ these tensors into it; the weight_cache_daemon shares them without building any 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import torch
@@ -52,8 +53,19 @@ def _head(shape: ModelShape, weights: WeightSource, weight_dtype: str) -> dict[s
     return linear_tensors(weights, [name], "int8", prefer_raw=False)
 
 
-def execution_state(shape: ModelShape, weights, weight_dtype: str) -> dict[str, torch.Tensor]:
-    """Every tensor of the model in ``weight_dtype``'s format, from HF-named weights (dict or WeightSource)."""
+# Given the model's shape: which experts of each MoE layer to convert (a function of the layer index), or
+# None for every expert. An expert-parallel rank converts only its own.
+ExpertSelection = Callable[[ModelShape], Callable[[int], Collection[int]] | None]
+
+
+def execution_state(
+    shape: ModelShape,
+    weights,
+    weight_dtype: str,
+    experts_of_layer: Callable[[int], Collection[int]] | None = None,
+) -> dict[str, torch.Tensor]:
+    """Every tensor of the model in ``weight_dtype``'s format, from HF-named weights (dict or WeightSource);
+    of a mixture's experts, only ``experts_of_layer(layer)`` when given."""
     if weight_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
     weights = as_weight_source(weights)
@@ -77,13 +89,16 @@ def execution_state(shape: ModelShape, weights, weight_dtype: str) -> dict[str, 
             biases = [_float(weights, attn + f"{name}_proj.bias") for name in ("q", "k", "v")]
             state[ours + "qkv_bias"] = torch.cat(biases)
         put(ours + "o_proj.", linear_tensors(weights, [attn + "o_proj.weight"], weight_dtype))
-        put(ours, mlp_tensors(shape, weights, source, weight_dtype))
+        experts = None if experts_of_layer is None else experts_of_layer(index)
+        put(ours, mlp_tensors(shape, weights, source, weight_dtype, experts))
     state["norm"] = _float(weights, "model.norm.weight")
     put("lm_head.", _head(shape, weights, weight_dtype))
     return state
 
 
-def load_execution_weights(path: str, weight_dtype: str) -> ExecutionWeights:
+def load_execution_weights(
+    path: str, weight_dtype: str, select_experts: ExpertSelection | None = None
+) -> ExecutionWeights:
     """Open the checkpoint at ``path`` once and convert it: shape, tensors and eos ids."""
     checkpoint = open_checkpoint(path)
     if isinstance(checkpoint, GGUFCheckpoint):
@@ -91,4 +106,6 @@ def load_execution_weights(path: str, weight_dtype: str) -> ExecutionWeights:
     else:
         weights = HFWeights(checkpoint)
     shape = checkpoint.shape()
-    return ExecutionWeights(shape, execution_state(shape, weights, weight_dtype), checkpoint.eos_token_ids())
+    experts_of_layer = None if select_experts is None else select_experts(shape)
+    state = execution_state(shape, weights, weight_dtype, experts_of_layer)
+    return ExecutionWeights(shape, state, checkpoint.eos_token_ids())

@@ -13,6 +13,8 @@ The experts' linears are converted like every other linear (``linear_tensors``),
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import torch
 
 from roles.model_files.model_shape import ModelShape
@@ -37,11 +39,13 @@ def _prefixed(prefix: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.
     return {prefix + name: tensor for name, tensor in tensors.items()}
 
 
-def _moe_tensors(shape: ModelShape, weights: WeightSource, layer: str, weight_dtype: str) -> dict:
+def _moe_tensors(
+    shape: ModelShape, weights: WeightSource, layer: str, weight_dtype: str, experts: Collection[int] | None
+) -> dict:
     block, gate, up, down = _MOE_NAMES[shape.architecture]
     block = layer + block
     state = {"moe.router": weights.float_tensor(block + "gate.weight").contiguous()}
-    for expert in range(shape.num_experts):
+    for expert in range(shape.num_experts) if experts is None else sorted(experts):
         names = [f"{block}experts.{expert}.{leaf}.weight" for leaf in (gate, up, down)]
         state.update(_prefixed(f"moe.experts.{expert}.", swiglu_tensors(weights, *names, weight_dtype)))
     if shape.shared_expert_intermediate_size:
@@ -53,9 +57,16 @@ def _moe_tensors(shape: ModelShape, weights: WeightSource, layer: str, weight_dt
     return state
 
 
-def mlp_tensors(shape: ModelShape, weights: WeightSource, layer: str, weight_dtype: str) -> dict:
-    """The feed-forward tensors of the layer whose HF names start with ``layer`` ("model.layers.3.")."""
+def mlp_tensors(
+    shape: ModelShape,
+    weights: WeightSource,
+    layer: str,
+    weight_dtype: str,
+    experts: Collection[int] | None = None,
+) -> dict:
+    """The feed-forward tensors of the layer whose HF names start with ``layer`` ("model.layers.3.");
+    experts: only those of a mixture (None: every one)."""
     if shape.is_moe:
-        return _moe_tensors(shape, weights, layer, weight_dtype)
+        return _moe_tensors(shape, weights, layer, weight_dtype, experts)
     names = [f"{layer}mlp.{leaf}.weight" for leaf in ("gate_proj", "up_proj", "down_proj")]
     return swiglu_tensors(weights, *names, weight_dtype)

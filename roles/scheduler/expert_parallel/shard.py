@@ -31,6 +31,10 @@ class ExpertShard:
     def rank(self) -> int:
         return self.group.rank
 
+    def experts_of_layer(self, layer: int) -> set[int]:
+        """The logical experts this rank holds in ``layer``."""
+        return set(self.placement.logical_on_rank(layer, self.rank))
+
     def exchange(self, layer: int) -> ExpertExchange:
         return ExpertExchange(self.group, self.placement, layer)
 

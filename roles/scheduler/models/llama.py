@@ -191,6 +191,13 @@ def model_from_state(
     mapped from the weight cache's shared memory. ``expert_shard_for(shape)``: this expert-parallel rank's
     share of the experts; the model then holds only those (``model.expert_shard``)."""
     shard = expert_shard_for(shape) if expert_shard_for is not None else None
+    return model_of_shard(shape, weight_dtype, state, shard)
+
+
+def model_of_shard(
+    shape: ModelShape, weight_dtype: str, state: dict[str, torch.Tensor], shard: ExpertShard | None
+) -> LlamaForCausalLM:
+    """model_from_state once the rank's shard is known (None: every expert)."""
     if shard is not None:
         state = shard.local_state(state)
     model = LlamaForCausalLM(shape, state, weight_dtype, shard)
@@ -211,7 +218,17 @@ def load_model(
     if weight_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
     weight_dtype = runnable_weight_dtype(weight_dtype)
-    converted = load_execution_weights(path, weight_dtype)
-    model = model_from_state(converted.shape, weight_dtype, converted.state, expert_shard_for)
+    if expert_shard_for is None:
+        converted = load_execution_weights(path, weight_dtype)
+        model = model_of_shard(converted.shape, weight_dtype, converted.state, None)
+    else:  # convert only this rank's experts
+        shards: list[ExpertShard] = []
+
+        def select_experts(shape: ModelShape):
+            shards.append(expert_shard_for(shape))
+            return shards[0].experts_of_layer
+
+        converted = load_execution_weights(path, weight_dtype, select_experts)
+        model = model_of_shard(converted.shape, weight_dtype, converted.state, shards[0])
     model.eos_token_ids = converted.eos_token_ids
     return model, converted.shape

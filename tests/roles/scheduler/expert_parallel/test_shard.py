@@ -48,3 +48,14 @@ def test_a_rank_keeps_its_experts_renamed_to_its_slots_and_everything_else():
 def test_a_placement_over_another_number_of_ranks_is_refused():
     with pytest.raises(ValueError, match="over 4 ranks; the group has 2"):
         ExpertShard(GroupOf(0, 2), ExpertPlacement.contiguous(1, 4, num_ranks=4))
+
+
+def test_a_rank_converts_only_its_own_experts_from_the_checkpoint(tmp_path):
+    from roles.weight_format.execution_format import load_execution_weights
+    from tests.moe_checkpoint import write_tiny_mixtral
+
+    folder = write_tiny_mixtral(tmp_path / "mixtral")  # 4 experts per layer
+    converted = load_execution_weights(str(folder), "exact", lambda shape: lambda layer: {2, 3})
+    experts = {name.split(".")[4] for name in converted.state if ".moe.experts." in name}
+    assert experts == {"2", "3"}
+    assert "layers.0.moe.router" in converted.state and "layers.0.qkv_proj.weight" in converted.state
