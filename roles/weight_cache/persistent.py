@@ -70,8 +70,8 @@ def run_persistent() -> None:
         level=get_observability().log_level.upper(),
         format="%(asctime)s weight_cache_daemon(persistent) %(levelname)s: %(message)s",
     )
-    from roles.weight_cache.daemon import WeightCacheDaemon, bind_router, run
-    from roles.weight_cache.store import WeightStore
+    from roles.shared_weights.daemon import SharedWeightsDaemon, bind_router, run
+    from roles.shared_weights.store import WeightStore
 
     lock = open(lock_path(), "a")  # noqa: SIM115 (held for the process's life)
     try:
@@ -80,7 +80,7 @@ def run_persistent() -> None:
         sys.exit(0)  # another daemon won the race; it serves
     if os.path.exists(socket_path()):
         os.unlink(socket_path())
-    daemon = WeightCacheDaemon(
+    daemon = SharedWeightsDaemon(
         bind_router(zmq.Context.instance(), daemon_address()), WeightStore(SEGMENT_PREFIX)
     )
     try:

@@ -24,10 +24,10 @@ PARENT = textwrap.dedent(
 
 
     def daemon(address, prefix):
-        from roles.weight_cache.daemon import WeightCacheDaemon, bind_router, run
-        from roles.weight_cache.store import WeightStore
+        from roles.shared_weights.daemon import SharedWeightsDaemon, bind_router, run
+        from roles.shared_weights.store import WeightStore
 
-        run(WeightCacheDaemon(bind_router(zmq.Context.instance(), address), WeightStore(prefix)))
+        run(SharedWeightsDaemon(bind_router(zmq.Context.instance(), address), WeightStore(prefix)))
 
 
     if __name__ == "__main__":

@@ -15,7 +15,7 @@ from roles.scheduler.models.shared_model import load_shared_model
 from roles.shared_weights.client import WeightCacheUnavailable
 from roles.shared_weights.identity import identity_of
 from roles.shared_weights.segment import MappedSegment, segment_exists
-from roles.weight_cache.store import WeightStore, load_answer
+from roles.shared_weights.store import WeightStore, load_answer
 from tests.tiny_checkpoint import write_tiny_llama
 
 DEADLINE_S = 60

@@ -20,7 +20,7 @@ from roles.scheduler.models.moe import SparseMoeBlock
 from roles.scheduler.models.quantized_linear import Int4Linear, Int8Linear
 from roles.shared_weights.identity import identity_of
 from roles.shared_weights.segment import MappedSegment
-from roles.weight_cache.store import WeightStore
+from roles.shared_weights.store import WeightStore
 from tests.moe_checkpoint import write_tiny_mixtral, write_tiny_qwen2_moe
 from tests.paged_greedy import greedy_decode
 

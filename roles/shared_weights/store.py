@@ -1,4 +1,7 @@
-"""The daemon's entries: each identity loaded and converted once, held in one shared-memory segment."""
+"""The daemon's entries: each identity loaded and converted once, held in one shared-memory segment.
+
+A store may keep only some tensors of each model (``select``, by name): the expert_backup keeps the
+experts of MoE layers."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import gc
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from roles.shared_weights.identity import ModelIdentity, identity_of
 from roles.shared_weights.messages import CacheEntryInfo, WeightAnswer
@@ -36,13 +40,28 @@ class Entry:
         )
 
 
-def load_answer(identity: ModelIdentity, segment_prefix: str) -> tuple[WeightAnswer, object, int]:
-    """Open the checkpoint once, convert it to the execution format, and copy the tensors into a fresh segment."""
+TensorSelection = Callable[[str], bool]
+
+
+def load_answer(
+    identity: ModelIdentity,
+    segment_prefix: str,
+    select: TensorSelection | None = None,
+    max_bytes: int | None = None,
+) -> tuple[WeightAnswer, object, int]:
+    """Open the checkpoint once, convert it to the execution format, and copy the tensors (those ``select``
+    keeps) into a fresh segment; ValueError when they need more than ``max_bytes``."""
     from roles.weight_format.execution_format import load_execution_weights
 
     converted = load_execution_weights(identity.path, identity.weight_dtype)
+    state = converted.state if select is None else {k: v for k, v in converted.state.items() if select(k)}
+    needed = sum(t.numel() * t.element_size() for t in state.values())
+    if max_bytes is not None and needed > max_bytes:
+        raise ValueError(
+            f"the tensors need {needed / 2**20:.0f} MiB, more than the {max_bytes / 2**20:.0f} MiB allowed"
+        )
     name = f"{segment_prefix}{identity.key}"
-    segment, entries = write_segment(name, converted.state)
+    segment, entries = write_segment(name, state)
     eos = sorted(converted.eos_token_ids)
     answer = WeightAnswer(identity, name, entries, dataclasses.asdict(converted.shape), eos)
     return answer, segment, sum(e.nbytes for e in entries)
@@ -60,8 +79,18 @@ def _return_freed_memory() -> None:
 class WeightStore:
     """Thread-safe: loads run in a worker thread so the daemon keeps answering pings and lists."""
 
-    def __init__(self, segment_prefix: str):
+    def __init__(
+        self,
+        segment_prefix: str,
+        select: TensorSelection | None = None,
+        max_bytes: int | None = None,
+        owner: str = "weight_cache_daemon",
+    ):
+        """owner: the role named in errors; select, max_bytes: see load_answer."""
         self.segment_prefix = segment_prefix
+        self.owner = owner
+        self.select = select
+        self.max_bytes = max_bytes
         self.entries: dict[str, Entry] = {}
         self.loading: dict[str, threading.Thread] = {}
         self.failures: dict[str, str] = {}
@@ -100,12 +129,14 @@ class WeightStore:
     def _load(self, identity: ModelIdentity, on_done) -> None:
         started = time.monotonic()
         try:
-            answer, segment, nbytes = load_answer(identity, self.segment_prefix)
+            answer, segment, nbytes = load_answer(identity, self.segment_prefix, self.select, self.max_bytes)
             _return_freed_memory()  # the converted tensors were copied into the segment and dropped
         except Exception as error:  # reported to every waiting scheduler, which then falls back or fails
             log.error("loading %s failed: %s", identity.path, error)
             with self.lock:
-                self.failures[identity.key] = f"weight_cache_daemon could not load {identity.path}: {error}"
+                self.failures[identity.key] = (
+                    f"{self.segment_prefix.strip('-')} could not load {identity.path}: {error}"
+                )
                 self.loading.pop(identity.key, None)
         else:
             seconds = time.monotonic() - started
