@@ -1,10 +1,12 @@
 """The upcycled MoE: tokens/s at concurrency 1 and 16 with the expert distribution recorder off and `stat`
 (goal: stat costs <= 3%), in process; the balancedness of a uniform-random and of a skewed prompt mix,
 measured as if the experts were split over 2 expert-parallel ranks; then tokens/s at concurrency 1 and 16
-through the real server with `parallel.ep_size` 1 and 2 (ratio 2 / 1), one server at a time.
+through the real server with `parallel.ep_size` 1 and 2 (ratio 2 / 1), one server at a time; and, with
+ep_size 2 and the expert_backup, a skewed mix before and after one rebalance (tok/s, measured balancedness,
+the time to apply it).
 
     .venv/bin/python bench/moe.py [--folder .cache/smollm2-moe-4x2] [--experts 4] [--top-k 2] [--new 32]
-                                  [--skip-ep]
+                                  [--skip-ep] [--only-rebalance]
 
 The folder is written on first use with `serve model upcycle --perturb 0.05` (perturbed experts, so the
 seeded router's choices matter).
@@ -25,7 +27,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.serving import free_loopback_port, run_load, start_server  # noqa: E402
+from bench.serving import free_loopback_port, one_request, run_load, start_server  # noqa: E402
 from roles.protocol import SamplingFields  # noqa: E402
 from roles.scheduler.engine import Engine  # noqa: E402
 from roles.scheduler.engine_settings import engine_config  # noqa: E402
@@ -84,6 +86,74 @@ def serving_tok_s(folder: pathlib.Path, ep_size: int, concurrency: int, new: int
     return max(runs)
 
 
+async def skewed_load(url: str, concurrency: int, count: int, new: int, seed: int) -> float:
+    """tok/s of `count` skewed prompts, `concurrency` at a time."""
+    import httpx
+
+    batch = prompts(count, seed, skewed=True)
+    limits = httpx.Limits(max_connections=concurrency + 4)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600), limits=limits) as client:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def gated(prompt):
+            async with gate:
+                return await one_request(client, url, "moe", prompt, new)
+
+        started = time.perf_counter()
+        results = await asyncio.gather(*(gated(prompt) for prompt in batch))
+    return sum(r["tokens"] for r in results) / (time.perf_counter() - started)
+
+
+def window_balancedness(url: str) -> tuple[float, float]:
+    """(sum, count) of the per-pass balancedness summary, summed over the ranks."""
+    import httpx
+
+    text = httpx.get(url + "/metrics", timeout=30).text
+    total = count = 0.0
+    for line in text.splitlines():
+        if line.startswith("roleserve_eplb_balancedness_sum{"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("roleserve_eplb_balancedness_count{"):
+            count += float(line.rsplit(" ", 1)[1])
+    return total, count
+
+
+def rebalance_figures(folder: pathlib.Path, new: int) -> None:
+    """ep_size 2 with the expert_backup: a skewed mix at concurrency 16 before and after one rebalance."""
+    import httpx
+
+    port = free_loopback_port()
+    extra = (
+        f"model: {{path: '{folder}', served_name: moe}}\nparallel: {{ep_size: 2}}\n"
+        "memory: {kv_cache_tokens: 8192, page_size: 16}\nexpert_backup: {enabled: true}\n"
+        "exec: {moe: {num_redundant_experts: 2, eplb_min_rebalance_balancedness: 1.0, "
+        "expert_balancedness_report_mode: prometheus}}\n"
+    )
+    server = start_server(port, "exact", 16, extra)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        figures = {}
+        for phase in ("before", "after"):
+            if phase == "after":
+                reply = httpx.post(url + "/admin/eplb/rebalance", timeout=600).json()["replicas"]
+            start = window_balancedness(url)
+            tok_s_runs = [asyncio.run(skewed_load(url, 16, 32, new, 100 + r)) for r in range(2)]
+            end = window_balancedness(url)
+            figures[phase] = (max(tok_s_runs), (end[0] - start[0]) / max(1.0, end[1] - start[1]))
+    finally:
+        server.terminate()
+        server.wait(60)
+    print("rebalance, ep_size 2 + expert_backup, 4 experts + 2 redundant, skewed mix at concurrency 16:")
+    for phase, (rate, balancedness) in figures.items():
+        print(f"  {phase:>6}: {rate:6.1f} tok/s, measured balancedness {balancedness:.3f}")
+    moved = sum(r["experts_moved"] for r in reply)
+    seconds = max(r["seconds"] for r in reply)
+    print(
+        f"  the rebalance: expected balancedness {reply[0]['balancedness_before']:.3f} -> "
+        f"{reply[0]['balancedness_after']:.3f}, {moved} experts moved, {seconds * 1e3:.0f} ms to apply"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -93,13 +163,19 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=2)
     parser.add_argument("--new", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=5, help="best of N per figure")
-    parser.add_argument("--skip-ep", action="store_true", help="do not measure ep_size 1 and 2 through serve")
+    parser.add_argument(
+        "--skip-ep", action="store_true", help="do not measure ep_size 1 and 2 and a rebalance through serve"
+    )
+    parser.add_argument("--only-rebalance", action="store_true", help="measure only the rebalance")
     args = parser.parse_args()
     folder = pathlib.Path(args.folder)
     if not folder.is_dir():
         serve = pathlib.Path(sys.executable).with_name("serve")
         command = [str(serve), "model", "upcycle", "--experts", str(args.experts), "--top-k", str(args.top_k)]
         subprocess.run([*command, "--perturb", "0.05", "--out", str(folder)], check=True)
+    if args.only_rebalance:
+        rebalance_figures(folder, args.new)
+        return
     engine = Engine(engine_config(model_path=str(folder), kv_cache_tokens=16 * 256, max_running_requests=16))
     shape = engine.shape
     placement = ExpertPlacement.contiguous(shape.num_layers, shape.num_experts, num_ranks=2)
@@ -148,6 +224,7 @@ def main() -> None:
         figures = {ep: serving_tok_s(folder, ep, concurrency, args.new, 3) for ep in (1, 2)}
         ratio = figures[2] / figures[1]
         print(f"{concurrency:>11}  {figures[1]:>15.1f}  {figures[2]:>15.1f}  {ratio:>5.2f}x")
+    rebalance_figures(folder, args.new)
 
 
 if __name__ == "__main__":

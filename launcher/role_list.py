@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from roles.dp_controller.role import ROLE as DP_CONTROLLER
 from roles.encoder.role import ROLE as ENCODER
+from roles.expert_backup.role import ROLE as EXPERT_BACKUP
 from roles.role_description import RoleDescription
 from roles.scheduler.role import ROLE as SCHEDULER
 from roles.tokenizer.role import ROLE as TOKENIZER
@@ -12,7 +13,16 @@ from runtime_context.projections import ordered
 
 LAUNCHER = RoleDescription(
     "launcher",
-    ("http", "tokenizer", "parallel", "encoder", "weight_cache", "observability", "launcher"),
+    (
+        "http",
+        "tokenizer",
+        "parallel",
+        "encoder",
+        "weight_cache",
+        "expert_backup",
+        "observability",
+        "launcher",
+    ),
     None,
     "the serve CLI: resolves the whole config, hands each child its projection, spawns and supervises",
 )
@@ -56,4 +66,4 @@ class RoleList:
         return names.index(name) if name in names else len(names)
 
 
-ROLES = RoleList(LAUNCHER, TOKENIZER, SCHEDULER, DP_CONTROLLER, ENCODER, WEIGHT_CACHE_DAEMON)
+ROLES = RoleList(LAUNCHER, TOKENIZER, SCHEDULER, DP_CONTROLLER, ENCODER, WEIGHT_CACHE_DAEMON, EXPERT_BACKUP)

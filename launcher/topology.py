@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from launcher.role_list import DP_CONTROLLER, ENCODER, SCHEDULER, TOKENIZER, WEIGHT_CACHE_DAEMON
+from launcher.role_list import (
+    DP_CONTROLLER,
+    ENCODER,
+    EXPERT_BACKUP,
+    SCHEDULER,
+    TOKENIZER,
+    WEIGHT_CACHE_DAEMON,
+)
 from roles.child_process import ChildSpec
 from roles.endpoints import Endpoints
 from roles.role_description import RoleDescription
-from runtime_context import get_encoder, get_parallel, get_tokenizer, get_weight_cache
+from runtime_context import get_encoder, get_expert_backup, get_parallel, get_tokenizer, get_weight_cache
 
 
 def _spec(role: RoleDescription, instance: int) -> ChildSpec:
@@ -34,12 +41,18 @@ def child_specs() -> list[ChildSpec]:
     specs = []
     if cache.enabled and not cache.persist:  # a persistent daemon is not a child: see ensure_daemon
         specs.append(_spec(WEIGHT_CACHE_DAEMON, 0))
+    if get_expert_backup().enabled:  # one per machine; the ranks take their experts from it
+        specs.append(_spec(EXPERT_BACKUP, 0))
     specs += [_spec(SCHEDULER, i) for i in range(dp_size)]
     if dp_size > 1:
         specs.append(_spec(DP_CONTROLLER, 0))
     specs += [_spec(ENCODER, i) for i in range(num_encoders())]
     specs += [_spec(TOKENIZER, i) for i in range(get_tokenizer().workers)]
     return specs
+
+
+def _expert_backup_address(runtime_dir: str) -> str | None:
+    return f"ipc://{runtime_dir}/expert_backup" if get_expert_backup().enabled else None
 
 
 def endpoints_for(runtime_dir: str, persistent_cache: str | None = None) -> Endpoints:
@@ -49,6 +62,7 @@ def endpoints_for(runtime_dir: str, persistent_cache: str | None = None) -> Endp
         dp_size=num_schedulers(),
         num_encoders=num_encoders(),
         ep_size=get_parallel().ep_size,
+        expert_backup=_expert_backup_address(runtime_dir),
     )
     if not get_weight_cache().enabled:
         return endpoints

@@ -16,6 +16,7 @@ class Endpoints:
     num_encoders: int = 0  # 0: /v1/embeddings is not served
     ep_size: int = 1  # expert-parallel ranks among the schedulers (1: none)
     weight_cache: str | None = None  # the weight_cache_daemon's address; None: schedulers load from disk
+    expert_backup: str | None = None  # the expert_backup's address; None: ranks read experts from disk
 
     def _ipc(self, name: str) -> str:
         return f"ipc://{self.runtime_dir}/{name}"

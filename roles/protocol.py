@@ -122,22 +122,24 @@ class Abort(msgspec.Struct, tag=True):
     request_id: str
 
 
-class ExpertRecording(msgspec.Struct, tag=True):
+class ExpertCommand(msgspec.Struct, tag=True):
     """tokenizer -> every scheduler (the dp_controller forwards it to each replica): start, stop or dump the
-    expert distribution recording."""
+    expert distribution recording, or rebalance the experts over the expert-parallel ranks."""
 
-    action: str  # start | stop | dump
+    action: str  # start | stop | dump | rebalance
     query_id: str
     reply_to: int  # tokenizer instance waiting for the answers
 
 
-class ExpertRecordingReply(msgspec.Struct, tag=True):
-    """scheduler -> tokenizer: one replica's answer; `path` is the dump file, `error` why it could not act."""
+class ExpertCommandReply(msgspec.Struct, tag=True):
+    """scheduler -> tokenizer: one replica's answer; `path` is the dump file, `rebalance` what a rebalance
+    did (see RebalanceOutcome), `error` why it could not act."""
 
     query_id: str
     instance: int
     error: str | None = None
     path: str | None = None
+    rebalance: dict | None = None
 
 
 class TokenEvent(msgspec.Struct, array_like=True):
@@ -186,6 +188,8 @@ class LoadReport(msgspec.Struct, tag=True):
     num_dropped_frames: int = 0
     finished: list[str] = []  # request ids that ended (or were refused) since the last report
     expert_balancedness: ExpertBalancedness | None = None  # only when exported to Prometheus
+    # Expert rebalances on this rank so far, {"applied": n, "skipped": n}; None when it cannot rebalance.
+    expert_rebalances: dict[str, int] | None = None
 
     @property
     def kv_usage(self) -> float:
@@ -218,8 +222,8 @@ class EncoderInfo(msgspec.Struct, tag=True):
 
 
 ControlMsg = Ready | Heartbeat | InspectQuery | InspectReply | Shutdown
-RequestMsg = Generate | Abort | ExpertRecording
-ResultMsg = TokenBatch | Overloaded | LoadReport | ExpertRecordingReply
+RequestMsg = Generate | Abort | ExpertCommand
+ResultMsg = TokenBatch | Overloaded | LoadReport | ExpertCommandReply
 EmbedChannelMsg = EmbedRequest | EmbedResult | EncoderInfo
 
 _encoder = msgspec.msgpack.Encoder()

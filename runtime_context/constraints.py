@@ -17,7 +17,25 @@ class Constraint:
     message: Callable[[Mapping[str, Any]], str]
 
 
+def _rebalances(v: Mapping[str, Any]) -> bool:
+    return v["exec.moe.eplb_rebalance_interval_passes"] > 0 or v["exec.moe.num_redundant_experts"] > 0
+
+
 CONSTRAINTS: tuple[Constraint, ...] = (
+    Constraint(
+        ("exec.moe.eplb_rebalance_interval_passes", "exec.moe.num_redundant_experts", "parallel.ep_size"),
+        lambda v: not _rebalances(v) or v["parallel.ep_size"] > 1,
+        lambda v: "rebalancing experts needs expert-parallel ranks: set parallel.ep_size > 1",
+    ),
+    Constraint(
+        (
+            "exec.moe.eplb_rebalance_interval_passes",
+            "exec.moe.num_redundant_experts",
+            "expert_backup.enabled",
+        ),
+        lambda v: not _rebalances(v) or v["expert_backup.enabled"],
+        lambda v: "rebalancing experts moves them through the expert_backup: set expert_backup.enabled: true",
+    ),
     Constraint(
         ("parallel.dp_size", "parallel.ep_size"),
         lambda v: v["parallel.ep_size"] == 1 or v["parallel.dp_size"] in (1, v["parallel.ep_size"]),

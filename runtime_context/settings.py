@@ -23,9 +23,9 @@ NAMESPACES = (
     "roles",
 )
 
-# Namespaces of the design that hold no setting yet: each setting arrives with the code that reads it
-# (MoE and the expert backup), so that no declared setting ever does nothing.
-RESERVED_NAMESPACES = frozenset({"expert_backup"})
+# Namespaces of the design that hold no setting yet: each setting arrives with the code that reads it,
+# so that no declared setting ever does nothing.
+RESERVED_NAMESPACES: frozenset[str] = frozenset()
 
 _DECLARED: list[Setting] = []
 
@@ -231,6 +231,69 @@ _declare("encoder", "workers", int, 1, "Number of encoder processes.", minimum=1
 _declare("encoder", "max_batch_tokens", int, 8192, "Most tokens in one embedding batch.", minimum=1)
 _declare("encoder", "max_wait_ms", float, 5.0, "Longest wait to fill an embedding batch.", minimum=0)
 _declare("encoder", "truncate", bool, False, "Truncate inputs longer than the model limit instead of a 400.")
+
+_declare(
+    "exec.moe",
+    "num_redundant_experts",
+    int,
+    0,
+    "Extra expert slots per MoE layer that a rebalance gives to replicas of the hottest experts "
+    "(experts + redundant must divide by parallel.ep_size).",
+    minimum=0,
+    maximum=1024,
+)
+_declare(
+    "exec.moe",
+    "eplb_rebalance_interval_passes",
+    int,
+    0,
+    "Rebalance experts over the expert-parallel ranks every this many forward passes; 0 only on "
+    "POST /admin/eplb/rebalance. Needs expert_backup.enabled.",
+    minimum=0,
+)
+_declare(
+    "exec.moe",
+    "eplb_min_rebalance_balancedness",
+    float,
+    0.95,
+    "A rebalance is skipped while the balancedness of the last eplb_window_passes passes is above this.",
+    minimum=0,
+    maximum=1,
+)
+_declare(
+    "exec.moe",
+    "eplb_window_passes",
+    int,
+    1000,
+    "Forward passes whose expert loads a rebalance plans from (the last ones).",
+    minimum=1,
+)
+
+# expert_backup: every expert of an MoE model in host shared memory
+_declare(
+    "expert_backup",
+    "enabled",
+    bool,
+    False,
+    "Run one expert_backup process holding every expert of the MoE model in shared memory: expert-parallel "
+    "ranks take their experts from it, and a rebalance moves experts through it.",
+)
+_declare(
+    "expert_backup",
+    "max_memory_mb",
+    int,
+    16384,
+    "Most shared memory the experts may take; a model whose experts need more is a config error.",
+    minimum=1,
+)
+_declare(
+    "expert_backup",
+    "on_unavailable",
+    str,
+    "load_from_disk",
+    "What a scheduler rank does when the expert_backup cannot answer at start-up.",
+    choices=("load_from_disk", "fail"),
+)
 
 # weight_cache: the shared-memory weight daemon
 _declare(

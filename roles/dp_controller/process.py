@@ -16,7 +16,7 @@ import zmq
 from roles.child_process import ChildLink
 from roles.protocol import (
     Abort,
-    ExpertRecording,
+    ExpertCommand,
     FrameCounter,
     Generate,
     LoadReport,
@@ -93,7 +93,7 @@ def main(link: ChildLink) -> None:
                 message = frames.decode(request_decoder, frame)
                 if isinstance(message, Generate):
                     replicas[dispatcher.assign(message.request_id)].send(frame)
-                elif isinstance(message, ExpertRecording):  # every replica records its own passes
+                elif isinstance(message, ExpertCommand):  # every replica records its own passes
                     for replica in replicas:
                         replica.send(frame)
                 elif isinstance(message, Abort):

@@ -108,7 +108,8 @@ class Engine:
         # What MoE routing did: a no-op unless attach_expert_stats gives a recorder (exec.moe settings).
         self.expert_recorder: NoopRecorder = NoopRecorder()
         self.expert_reporter: BalancednessReporter | None = None
-        self._pass_ids = itertools.count()
+        self.expert_rebalancer = None  # expert_parallel.rebalance.ExpertRebalancer, fed every pass's counts
+        self.num_passes = 0
 
     def attach_expert_stats(self, recorder: NoopRecorder, reporter: BalancednessReporter | None) -> None:
         """Record routing with `recorder` (the model's MoE layers report to it) and report balancedness."""
@@ -178,7 +179,8 @@ class Engine:
     def _run_pass(self, forward_batch: ForwardBatch | None) -> torch.Tensor | None:
         """One forward pass, told to the expert recorder and reporter; None: the idle pass of an
         expert-parallel rank with no tokens (it still serves the other ranks' tokens)."""
-        pass_id = next(self._pass_ids)
+        pass_id = self.num_passes
+        self.num_passes += 1
         self.expert_recorder.begin_pass(pass_id, None if forward_batch is None else forward_batch.positions)
         logits = None
         if forward_batch is None:
@@ -186,6 +188,8 @@ class Engine:
         else:
             logits = self.model.forward(forward_batch, self.kv_cache)
         routed = self.expert_recorder.end_pass()
+        if self.expert_rebalancer is not None and routed is not None:
+            self.expert_rebalancer.observe(routed)
         if self.expert_reporter is not None and routed is not None:
             if self.expert_shard is not None:  # balancedness is about every rank's tokens
                 routed = self.expert_shard.group.sum(routed)

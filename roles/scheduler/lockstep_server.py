@@ -3,9 +3,11 @@
 Each turn starts with a tick: every rank says whether it has requests, whether it was told to shut down,
 and how many recording commands it has received. Then, the same on every rank:
 - one asked to stop: all stop;
-- recording commands that every rank has received run now, in arrival order (the dp_controller sends
-  each one to every rank), so a dump gathers the same passes everywhere;
-- one has requests: all run one pass, a rank with none an idle pass that still serves its experts.
+- recording and rebalance commands that every rank has received run now, in arrival order (the
+  dp_controller sends each one to every rank), so a dump gathers the same passes everywhere and a
+  rebalance swaps experts at the same step on every rank;
+- one has requests: all run one pass, a rank with none an idle pass that still serves its experts; then,
+  every exec.moe.eplb_rebalance_interval_passes passes, all rebalance.
 A rank that does not arrive is named by the others (RankMissing) within parallel.ep_timeout_s.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from roles.child_process import ChildLink
-from roles.protocol import ExpertRecording, ExpertRecordingReply, encode
+from roles.protocol import ExpertCommand, ExpertCommandReply, encode
 from roles.scheduler.engine import Engine
 from roles.scheduler.expert_parallel.group import ExpertParallelGroup, RankMissing
 from roles.scheduler.expert_stats.commands import apply_recording_command, merge_rank_dumps, write_dump
@@ -30,10 +32,10 @@ class LockstepSchedulerServer(SchedulerServer):
     def __init__(self, link: ChildLink, engine: Engine, recorder_dir: str, group: ExpertParallelGroup):
         super().__init__(link, engine, recorder_dir)
         self.group = group
-        self.commands: list[ExpertRecording] = []
+        self.commands: list[ExpertCommand] = []
         self.num_commands_run = 0
 
-    def on_recording(self, message: ExpertRecording) -> None:
+    def on_recording(self, message: ExpertCommand) -> None:
         self.commands.append(message)  # runs once every rank has it
 
     def run(self) -> None:
@@ -57,6 +59,9 @@ class LockstepSchedulerServer(SchedulerServer):
                 others_busy = tick.any_work
                 if tick.any_work:
                     self.publish(self.engine.step())
+                    rebalancer = self.engine.expert_rebalancer
+                    if rebalancer is not None and rebalancer.due(self.engine.num_passes):
+                        rebalancer.rebalance()  # every rank reached the same pass count together
                 self.link.heartbeat()
                 self.report_load()
         except RankMissing:
@@ -66,21 +71,30 @@ class LockstepSchedulerServer(SchedulerServer):
         finally:
             self.group.leave()
 
-    def run_command(self, message: ExpertRecording) -> None:
+    def run_command(self, message: ExpertCommand) -> None:
         instance = self.link.spec.instance
+        if message.action == "rebalance":
+            rebalancer = self.engine.expert_rebalancer
+            if rebalancer is None:  # the same on every rank: no collective is left waiting
+                error = "rebalancing experts needs expert_backup.enabled: true"
+                self.reply(message, ExpertCommandReply(message.query_id, instance, error=error))
+                return
+            outcome = rebalancer.rebalance()
+            self.reply(message, ExpertCommandReply(message.query_id, instance, rebalance=outcome.as_dict()))
+            return
         try:
             dump = apply_recording_command(self.engine.expert_recorder, message.action)
         except (RecorderOff, ValueError) as error:  # the same on every rank: no collective is left waiting
-            self.reply(message, ExpertRecordingReply(message.query_id, instance, error=str(error)))
+            self.reply(message, ExpertCommandReply(message.query_id, instance, error=str(error)))
             return
         if dump is None:
-            self.reply(message, ExpertRecordingReply(message.query_id, instance))
+            self.reply(message, ExpertCommandReply(message.query_id, instance))
             return
         dumps = self.group.gather_objects(dump)
         path = None
         if dumps is not None:  # rank 0 writes the group's file
             path = write_dump(self.recorder_dir, "ep", merge_rank_dumps(dumps))
-        self.reply(message, ExpertRecordingReply(message.query_id, instance, path=path))
+        self.reply(message, ExpertCommandReply(message.query_id, instance, path=path))
 
-    def reply(self, message: ExpertRecording, reply: ExpertRecordingReply) -> None:
+    def reply(self, message: ExpertCommand, reply: ExpertCommandReply) -> None:
         self.results[message.reply_to].send(encode(reply))

@@ -17,7 +17,8 @@ import zmq
 from roles.child_process import ChildLink
 from roles.protocol import (
     Abort,
-    ExpertRecording,
+    ExpertCommand,
+    ExpertCommandReply,
     FrameCounter,
     Generate,
     LoadReport,
@@ -32,12 +33,14 @@ from roles.scheduler.engine import Engine, TokenOutput
 from roles.scheduler.engine_settings import engine_config_from_context
 from roles.scheduler.expert_stats.commands import run_recording_command
 from roles.scheduler.expert_stats.from_settings import (
+    rebalance_settings_from_context,
     recorder_dir_from_context,
     recorder_from_context,
     reporter_from_context,
 )
 from roles.scheduler.expert_stats.placement import ExpertPlacement
-from runtime_context import get_parallel, get_weight_cache
+from roles.scheduler.model_sources import model_from_sources
+from runtime_context import get_parallel
 
 log = logging.getLogger("roleserve.scheduler")
 
@@ -101,10 +104,16 @@ class SchedulerServer:
                 self.admit(message)
             elif isinstance(message, Abort):
                 self.engine.abort(message.request_id)
-            elif isinstance(message, ExpertRecording) and 0 <= message.reply_to < len(self.results):
+            elif isinstance(message, ExpertCommand) and 0 <= message.reply_to < len(self.results):
                 self.on_recording(message)
 
-    def on_recording(self, message: ExpertRecording) -> None:
+    def on_recording(self, message: ExpertCommand) -> None:
+        if message.action == "rebalance":
+            error = "rebalancing experts needs parallel.ep_size > 1 and expert_backup.enabled: true"
+            self.results[message.reply_to].send(
+                encode(ExpertCommandReply(message.query_id, self.link.spec.instance, error=error))
+            )
+            return
         reply = run_recording_command(
             self.engine.expert_recorder, message, self.link.spec.instance, self.recorder_dir
         )
@@ -159,6 +168,7 @@ class SchedulerServer:
             self.frames.num_dropped + self.link.frames.num_dropped,
             self.finished_since_report,
             self.balancedness_snapshot(),
+            self.rebalance_counts(),
         )
         if report == self._last_load:  # nothing changed and nothing finished
             return
@@ -169,34 +179,15 @@ class SchedulerServer:
         for reader in self.load_readers:
             reader.send(frame)
 
+    def rebalance_counts(self) -> dict[str, int] | None:
+        rebalancer = self.engine.expert_rebalancer
+        if rebalancer is None:
+            return None
+        return {"applied": rebalancer.num_applied, "skipped": rebalancer.num_skipped}
+
     def balancedness_snapshot(self):
         reporter = self.engine.expert_reporter
         return reporter.snapshot() if reporter is not None and reporter.exports else None
-
-
-def shared_model_or_none(link: ChildLink, config, expert_shard_for=None):
-    """The model mapped from the weight_cache_daemon, or None to load from disk (weight_cache.on_unavailable)."""
-    cache = get_weight_cache()
-    if not cache.enabled or link.endpoints.weight_cache is None:
-        return None
-    from roles.scheduler.models.shared_model import load_shared_model
-    from roles.shared_weights.client import WeightCacheUnavailable
-
-    try:
-        return load_shared_model(
-            link.zmq_context,
-            link.endpoints.weight_cache,
-            config.model_path,
-            config.weight_dtype,
-            expert_shard_for,
-        )
-    except (WeightCacheUnavailable, OSError, ValueError) as error:
-        if cache.on_unavailable == "fail":
-            raise SystemExit(
-                f"scheduler: weight cache unavailable and weight_cache.on_unavailable is fail: {error}"
-            ) from None
-        log.warning("weight cache unavailable (%s); loading %s from disk", error, config.model_path)
-        return None
 
 
 def expert_parallel_group(link: ChildLink):
@@ -234,14 +225,22 @@ def main(link: ChildLink) -> None:
         config.threads or 0,
         f", expert-parallel rank {group.rank} of {group.size}" if group else "",
     )
-    engine = Engine(config, shared_model_or_none(link, config, shard_for), expert_shard_for=shard_for)
+    model, shape, backup = model_from_sources(link, config, shard_for)
+    engine = Engine(config, (model, shape) if model is not None else None, expert_shard_for=shard_for)
     if engine.expert_shard is not None:
         placement = engine.expert_shard.placement
     elif engine.shape.num_experts:
         placement = ExpertPlacement.contiguous(engine.shape.num_layers, engine.shape.num_experts)
     else:
         placement = None
-    engine.attach_expert_stats(recorder_from_context(placement), reporter_from_context(placement))
+    rebalances = backup is not None and engine.expert_shard is not None
+    engine.attach_expert_stats(
+        recorder_from_context(placement, counts_needed=rebalances), reporter_from_context(placement)
+    )
+    if rebalances:
+        from roles.scheduler.expert_parallel.rebalance import ExpertRebalancer
+
+        engine.expert_rebalancer = ExpertRebalancer(engine, backup.tensors, rebalance_settings_from_context())
     log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
     if group is None:
         server = SchedulerServer(link, engine, recorder_dir_from_context())

@@ -8,11 +8,11 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from roles.tokenizer.balancedness_metrics import balancedness_lines
+from roles.tokenizer.balancedness_metrics import balancedness_lines, rebalance_lines
 from roles.tokenizer.chat import create_chat_completion
 from roles.tokenizer.completions import create_completion
 from roles.tokenizer.embeddings import EmbeddingRequest, create_embeddings
-from roles.tokenizer.expert_recording import control_expert_recording
+from roles.tokenizer.expert_recording import control_expert_recording, rebalance_experts
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.http_guard import HTTPGuard
 from roles.tokenizer.openai_errors import OpenAIError, install_error_handlers
@@ -87,11 +87,16 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
         text = state.metrics.render()
         if state.settings.exports_expert_balancedness:
             text += balancedness_lines(state.client.scheduler_load)
+        text += rebalance_lines(state.client.scheduler_load)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     @app.post("/admin/expert_distribution/{action}")
     async def expert_distribution(action: str):
         return await control_expert_recording(state, action)
+
+    @app.post("/admin/eplb/rebalance")
+    async def eplb_rebalance():
+        return await rebalance_experts(state)
 
     @app.get("/roles")
     async def roles():

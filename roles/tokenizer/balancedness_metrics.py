@@ -1,6 +1,7 @@
 """Prometheus lines for expert balancedness, from each scheduler's latest load report: a summary
 `roleserve_eplb_balancedness` (per-pass balancedness: _sum and _count), a gauge of its rolling means, and
-a per-layer histogram `roleserve_eplb_tokens_per_rank` of the tokens each EP rank computed per pass."""
+a per-layer histogram `roleserve_eplb_tokens_per_rank` of the tokens each EP rank computed per pass; and the
+counter `roleserve_eplb_rebalances_total` of expert rebalances, applied or skipped."""
 
 from __future__ import annotations
 
@@ -44,3 +45,20 @@ def balancedness_lines(reports: dict[int, LoadReport]) -> str:
             )
             tokens.append(f'roleserve_eplb_tokens_per_rank_count{{{who},layer="{layer}"}} {running}')
     return "\n".join(lines + rolling + tokens) + "\n"
+
+
+def rebalance_lines(reports: dict[int, LoadReport]) -> str:
+    """The rebalance counters of the schedulers that can rebalance; nothing when none can."""
+    samples = [
+        f'roleserve_eplb_rebalances_total{{role="scheduler",instance="{instance}",result="{result}"}} {count}'
+        for instance, report in sorted(reports.items())
+        if report.expert_rebalances is not None
+        for result, count in sorted(report.expert_rebalances.items())
+    ]
+    if not samples:
+        return ""
+    header = [
+        "# HELP roleserve_eplb_rebalances_total Expert rebalances over the expert-parallel ranks",
+        "# TYPE roleserve_eplb_rebalances_total counter",
+    ]
+    return "\n".join(header + samples) + "\n"

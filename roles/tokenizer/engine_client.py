@@ -13,8 +13,8 @@ import zmq.asyncio
 from roles.endpoints import Endpoints
 from roles.protocol import (
     Abort,
-    ExpertRecording,
-    ExpertRecordingReply,
+    ExpertCommand,
+    ExpertCommandReply,
     FrameCounter,
     Generate,
     LoadReport,
@@ -32,7 +32,7 @@ log = logging.getLogger("roleserve.tokenizer")
 class EngineClient:
     def __init__(self, endpoints: Endpoints, instance: int, context: zmq.asyncio.Context):
         self.instance = instance
-        self.num_schedulers = endpoints.dp_size  # every replica answers an ExpertRecording
+        self.num_schedulers = endpoints.dp_size  # every replica answers an ExpertCommand
         self.requests = context.socket(zmq.PUSH)
         self.requests.setsockopt(zmq.LINGER, 0)
         self.requests.connect(endpoints.request_entry)
@@ -42,7 +42,7 @@ class EngineClient:
         self.frames = FrameCounter()
         self.scheduler_load: dict[int, LoadReport] = {}  # scheduler instance -> its latest report
         self._ids = itertools.count()
-        self.recording_replies: dict[str, asyncio.Queue[ExpertRecordingReply]] = {}
+        self.recording_replies: dict[str, asyncio.Queue[ExpertCommandReply]] = {}
 
     def new_request_id(self) -> str:
         return f"t{self.instance}-{next(self._ids)}"
@@ -75,20 +75,21 @@ class EngineClient:
                 self._deliver(message.request_id, message, True)
             elif isinstance(message, LoadReport):
                 self.scheduler_load[message.instance] = message
-            elif isinstance(message, ExpertRecordingReply):
+            elif isinstance(message, ExpertCommandReply):
                 waiting = self.recording_replies.get(message.query_id)
                 if waiting is not None:
                     waiting.put_nowait(message)
 
-    async def expert_recording(
+    async def expert_command(
         self, action: str, num_replicas: int, timeout_s: float
-    ) -> list[ExpertRecordingReply]:
-        """Send start/stop/dump to every scheduler replica and gather their answers (TimeoutError if late)."""
+    ) -> list[ExpertCommandReply]:
+        """Send start/stop/dump/rebalance to every scheduler replica and gather their answers (TimeoutError
+        if late)."""
         query_id = f"x{self.instance}-{next(self._ids)}"
-        gathered: asyncio.Queue[ExpertRecordingReply] = asyncio.Queue()
+        gathered: asyncio.Queue[ExpertCommandReply] = asyncio.Queue()
         self.recording_replies[query_id] = gathered
         try:
-            await self.requests.send(encode(ExpertRecording(action, query_id, self.instance)))
+            await self.requests.send(encode(ExpertCommand(action, query_id, self.instance)))
             async with asyncio.timeout(timeout_s):
                 replies = [await gathered.get() for _ in range(num_replicas)]
         finally:

@@ -1,6 +1,7 @@
 """Projections equal the reads: the real server in record mode, driven through every endpoint and feature
-(completions, chat, streams, embeddings, the weight cache, two scheduler replicas), then `serve roles audit`
-must find no role reading outside its projection and no role declaring a namespace it never reads."""
+(completions, chat, streams, embeddings, the weight cache, an MoE on two expert-parallel ranks with the
+expert backup, a recording and a rebalance), then `serve roles audit` must find no role reading outside its
+projection and no role declaring a namespace it never reads."""
 
 from __future__ import annotations
 
@@ -15,16 +16,19 @@ from serve_harness import SERVE, ServeProcess
 
 from conftest import tiny_config
 from launcher.role_list import ROLES
+from tests.moe_checkpoint import write_tiny_mixtral
 
 
 @pytest.fixture(scope="module")
-def audited(tiny_model, tmp_path_factory):
+def audited(tmp_path_factory):
     config = tiny_config(
-        tiny_model,
+        write_tiny_mixtral(tmp_path_factory.mktemp("tiny-mixtral")),
         roles={"enforcement": "record"},
-        parallel={"dp_size": 2, "load_balance": "shortest_queue"},
+        parallel={"dp_size": 2, "ep_size": 2, "load_balance": "shortest_queue"},
         encoder={"enabled": True},
         weight_cache={"enabled": True},
+        expert_backup={"enabled": True},
+        exec={"moe": {"num_redundant_experts": 2, "expert_balancedness_report_mode": "both"}},
     )
     with ServeProcess(tmp_path_factory.mktemp("audit"), config) as server:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
@@ -38,6 +42,8 @@ def audited(tiny_model, tmp_path_factory):
         client.models.list()
         for path in ("/health", "/metrics", "/roles"):
             assert httpx.get(server.url + path, timeout=30).status_code == 200, path
+        for action in ("expert_distribution/start", "expert_distribution/stop", "eplb/rebalance"):
+            assert httpx.post(f"{server.url}/admin/{action}", timeout=60).status_code == 200, action
         env = {k: v for k, v in os.environ.items() if not k.startswith("ROLESERVE_")}
         result = subprocess.run(
             [SERVE, "roles", "audit", "--url", server.url, "--format", "json"],

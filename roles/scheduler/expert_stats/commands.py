@@ -14,7 +14,7 @@ import json
 import os
 import time
 
-from roles.protocol import ExpertRecording, ExpertRecordingReply
+from roles.protocol import ExpertCommand, ExpertCommandReply
 from roles.scheduler.expert_stats.recorder import NoopRecorder, RecorderOff
 
 ACTIONS = ("start", "stop", "dump")
@@ -44,16 +44,16 @@ def write_dump(directory: str, name: str, content: dict) -> str:
 
 
 def run_recording_command(
-    recorder: NoopRecorder, message: ExpertRecording, instance: int, directory: str
-) -> ExpertRecordingReply:
+    recorder: NoopRecorder, message: ExpertCommand, instance: int, directory: str
+) -> ExpertCommandReply:
     try:
         dump = apply_recording_command(recorder, message.action)
     except (RecorderOff, ValueError) as error:
-        return ExpertRecordingReply(message.query_id, instance, error=str(error))
+        return ExpertCommandReply(message.query_id, instance, error=str(error))
     if dump is None:
-        return ExpertRecordingReply(message.query_id, instance)
+        return ExpertCommandReply(message.query_id, instance)
     path = write_dump(directory, str(instance), {"instance": instance, **dump})
-    return ExpertRecordingReply(message.query_id, instance, path=path)
+    return ExpertCommandReply(message.query_id, instance, path=path)
 
 
 def _sum_tables(tables: list[list[list[int]]]) -> list[list[int]]:

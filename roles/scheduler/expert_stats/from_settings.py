@@ -16,11 +16,12 @@ from runtime_context import (
 )
 
 
-def recorder_from_context(placement: ExpertPlacement | None) -> NoopRecorder:
-    """NoopRecorder for a dense model or mode off; any balancedness report mode but off needs at least stat."""
+def recorder_from_context(placement: ExpertPlacement | None, counts_needed: bool = False) -> NoopRecorder:
+    """NoopRecorder for a dense model or mode off; any balancedness report mode but off, or a rank that
+    can rebalance (counts_needed), needs at least stat."""
     moe = get_exec().moe
     mode = moe.expert_distribution_recorder_mode
-    if mode == "off" and reports_expert_balancedness():
+    if mode == "off" and (counts_needed or reports_expert_balancedness()):
         mode = "stat"
     if placement is None:
         return NoopRecorder()
@@ -40,3 +41,15 @@ def reporter_from_context(placement: ExpertPlacement | None) -> BalancednessRepo
 def recorder_dir_from_context() -> str:
     configured = get_exec().moe.recorder_dir
     return configured or os.path.join(tempfile.gettempdir(), "roleserve-expert-distribution")
+
+
+def rebalance_settings_from_context():
+    from roles.scheduler.expert_parallel.rebalance import RebalanceSettings
+
+    moe = get_exec().moe
+    return RebalanceSettings(
+        num_redundant=moe.num_redundant_experts,
+        interval_passes=moe.eplb_rebalance_interval_passes,
+        min_balancedness=moe.eplb_min_rebalance_balancedness,
+        window_passes=moe.eplb_window_passes,
+    )

@@ -55,6 +55,9 @@ class ExpertPlacement:
         slots = self.slots_of_rank(rank)
         return self.physical_to_logical[layer, slots.start : slots.stop].tolist()
 
+    def replica_table(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._replica_table
+
     @cached_property
     def _replica_table(self) -> tuple[torch.Tensor, torch.Tensor]:
         """([layers, logical, most replicas] the slots of each logical expert, [layers, logical] how many)."""

@@ -3,7 +3,7 @@
 Modes (`exec.moe.expert_distribution_recorder_mode`):
 - `off`: NoopRecorder, whose hooks do nothing; the model is built with it and pays one empty call per layer.
 - `stat`: tokens per (layer, physical expert slot) of each pass; passes recorded since `start()` go into a
-  ring buffer of `buffer_size` passes.
+  ring buffer of `buffer_size` passes, as counts per logical expert (so they survive a rebalance).
 - `per_pass`: the same counts kept as one record per pass (the last `buffer_size` passes).
 - `per_token`: the top-k expert ids chosen for each token, with its position (the last `buffer_size` passes).
 
@@ -41,6 +41,9 @@ class NoopRecorder:
 
     def end_pass(self) -> torch.Tensor | None:
         return None
+
+    def set_placement(self, placement: ExpertPlacement) -> None:
+        pass
 
     def _refuse(self) -> None:
         raise RecorderOff(
@@ -82,18 +85,23 @@ class CountingRecorder(NoopRecorder):
         self._current[layer] += torch.bincount(flat, minlength=self.placement.num_physical)
 
     def end_pass(self) -> torch.Tensor:
-        """This pass's [layers, physical] counts (also kept, when recording)."""
+        """This pass's [layers, physical] counts (kept as logical counts, when recording)."""
         counts = self._current.clone()
         if self.recording:
-            self._keep(counts)
+            self._keep(self.placement.logical_counts(counts))
         return counts
 
-    def _keep(self, counts: torch.Tensor) -> None:
-        self._kept.append((self._pass_id, counts))
+    def _keep(self, logical_counts: torch.Tensor) -> None:
+        self._kept.append((self._pass_id, logical_counts))
 
     def kept_counts(self) -> list[torch.Tensor]:
-        """The [layers, physical] counts of each kept pass, oldest first."""
+        """The [layers, logical] counts of each kept pass, oldest first (whatever the placement then)."""
         return [counts for _, counts in self._kept]
+
+    def set_placement(self, placement: ExpertPlacement) -> None:
+        """Experts moved (a rebalance): count the new physical slots from the next pass on."""
+        self.placement = placement
+        self._current = torch.zeros(placement.num_layers, placement.num_physical, dtype=torch.int64)
 
     def start(self) -> None:
         self._kept.clear()
@@ -106,10 +114,9 @@ class CountingRecorder(NoopRecorder):
         """{"mode", "num_layers", "num_logical_experts", "pass_ids": [...], "logical_counts": [layer][expert]
         summed over the kept passes}; per_pass adds "per_pass": [{"pass_id", "logical_counts"}],
         per_token adds "per_token": [{"pass_id", "layer", "positions", "topk_ids"}]."""
-        physical = torch.zeros_like(self._current)
+        logical = torch.zeros(self.placement.num_layers, self.placement.num_logical, dtype=torch.int64)
         for _, counts in self._kept:
-            physical += counts
-        logical = self.placement.logical_counts(physical)
+            logical += counts
         return {
             "mode": self.mode,
             "num_layers": self.placement.num_layers,
@@ -125,8 +132,7 @@ class PerPassRecorder(CountingRecorder):
     def dump(self) -> dict:
         result = super().dump()
         result["per_pass"] = [
-            {"pass_id": pass_id, "logical_counts": self.placement.logical_counts(counts).tolist()}
-            for pass_id, counts in self._kept
+            {"pass_id": pass_id, "logical_counts": counts.tolist()} for pass_id, counts in self._kept
         ]
         return result
 

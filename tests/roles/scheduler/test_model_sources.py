@@ -1,4 +1,5 @@
-"""The scheduler process either maps cached weights or falls back as weight_cache.on_unavailable says."""
+"""The scheduler process maps cached weights or backed-up experts, or falls back as each daemon's
+on_unavailable says."""
 
 from types import SimpleNamespace
 
@@ -7,14 +8,16 @@ import zmq
 
 from roles.endpoints import Endpoints
 from roles.scheduler.engine_settings import engine_config_from_context
-from roles.scheduler.process import shared_model_or_none
+from roles.scheduler.model_sources import expert_backup_weights, shared_model_or_none
 from roles.scheduler.role import ROLE
 from runtime_context import publish, resolve
 from tests.tiny_checkpoint import write_tiny_llama
 
 
-def link_to(address: str | None, tmp_path):
-    endpoints = Endpoints(str(tmp_path), num_tokenizers=1, dp_size=1, weight_cache=address)
+def link_to(address: str | None, tmp_path, backup: str | None = None):
+    endpoints = Endpoints(
+        str(tmp_path), num_tokenizers=1, dp_size=1, weight_cache=address, expert_backup=backup
+    )
     return SimpleNamespace(endpoints=endpoints, zmq_context=zmq.Context.instance())
 
 
@@ -50,3 +53,16 @@ def test_cache_disabled_never_asks(tmp_path, caplog):
     config = scheduler_config(tiny, "weight_cache.enabled=false", "weight_cache.on_unavailable=fail")
     assert shared_model_or_none(link_to(f"ipc://{tmp_path}/down", tmp_path), config) is None
     assert "weight cache" not in caplog.text
+
+
+@pytest.mark.parametrize("policy", ["load_from_disk", "fail"])
+def test_an_expert_backup_that_is_down_falls_back_or_stops_as_configured(tmp_path, caplog, policy):
+    tiny = write_tiny_llama(tmp_path / "tiny")
+    config = scheduler_config(tiny, f"expert_backup.on_unavailable={policy}")
+    link = link_to(None, tmp_path, backup=f"ipc://{tmp_path}/backup-down")
+    if policy == "fail":
+        with pytest.raises(SystemExit, match="expert_backup.on_unavailable is fail"):
+            expert_backup_weights(link, config)
+    else:
+        assert expert_backup_weights(link, config) is None
+        assert "expert_backup unavailable" in caplog.text and "reading the experts from" in caplog.text

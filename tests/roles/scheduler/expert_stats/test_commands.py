@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 
-from roles.protocol import ExpertRecording, LoadReport
+from roles.protocol import ExpertCommand, LoadReport
 from roles.scheduler.expert_stats.commands import merge_rank_dumps, run_recording_command
 from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.expert_stats.recorder import make_recorder
@@ -15,12 +15,12 @@ PLACEMENT = ExpertPlacement.contiguous(num_layers=1, num_experts=4, num_ranks=2)
 
 def test_start_stop_dump_write_a_documented_file(tmp_path):
     recorder = make_recorder("stat", PLACEMENT, 8)
-    assert run_recording_command(recorder, ExpertRecording("start", "q1", 0), 3, str(tmp_path)).error is None
+    assert run_recording_command(recorder, ExpertCommand("start", "q1", 0), 3, str(tmp_path)).error is None
     recorder.begin_pass(0)
     recorder.on_route(0, torch.tensor([[0, 3]]))
     recorder.end_pass()
-    run_recording_command(recorder, ExpertRecording("stop", "q2", 0), 3, str(tmp_path))
-    reply = run_recording_command(recorder, ExpertRecording("dump", "q3", 0), 3, str(tmp_path))
+    run_recording_command(recorder, ExpertCommand("stop", "q2", 0), 3, str(tmp_path))
+    reply = run_recording_command(recorder, ExpertCommand("dump", "q3", 0), 3, str(tmp_path))
     assert (reply.query_id, reply.instance, reply.error) == ("q3", 3, None)
     dump = json.loads(open(reply.path, encoding="utf-8").read())
     assert dump["instance"] == 3 and dump["logical_counts"] == [[1, 0, 0, 1]] and dump["pass_ids"] == [0]
@@ -30,9 +30,9 @@ def test_an_off_recorder_and_an_unknown_action_answer_with_an_error(tmp_path):
     off = make_recorder("off", PLACEMENT, 8)
     assert (
         "recorder is off"
-        in run_recording_command(off, ExpertRecording("start", "q", 0), 0, str(tmp_path)).error
+        in run_recording_command(off, ExpertCommand("start", "q", 0), 0, str(tmp_path)).error
     )
-    bad = run_recording_command(off, ExpertRecording("rewind", "q", 0), 0, str(tmp_path))
+    bad = run_recording_command(off, ExpertCommand("rewind", "q", 0), 0, str(tmp_path))
     assert bad.error == "unknown action 'rewind'"
 
 
