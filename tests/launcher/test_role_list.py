@@ -12,6 +12,7 @@ def test_the_launcher_lists_each_runnable_role_once_in_order():
         "dp_controller",
         "encoder",
         "weight_cache_daemon",
+        "expert_backup",
     ]
     assert ROLES.named("launcher") is LAUNCHER
     for role in ROLES:
