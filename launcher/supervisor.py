@@ -161,20 +161,14 @@ class Supervisor:
         self.last_heard.pop(spec.name, None)
         restarts = self.children.num_restarts.get(spec.name, 0)
         if spec.role == "scheduler" and self.endpoints.ep_size > 1:
-            # The other ranks' group lost a member: one rank alone cannot rejoin it. The first rank seen gone
-            # may have left because another died: every rank gone is named.
-            others = [
-                f"{s.name} (pid {p.pid}) {describe_exit(p.exitcode)}"
+            # The other ranks keep their requests and wait for it: it rejoins their group when restarted.
+            what += f"; it was expert-parallel rank {spec.instance} of {self.endpoints.ep_size}"
+            # The first rank seen gone may have left because another died: every rank gone is named.
+            what += "".join(
+                f"; also gone: {s.name} (pid {p.pid}) {describe_exit(p.exitcode)}"
                 for s, p in self.children.exited()
                 if s.role == "scheduler" and s.name != spec.name
-            ]
-            print(
-                f"roleserve: {what}; it was expert-parallel rank {spec.instance} of {self.endpoints.ep_size}, "
-                "whose group cannot take a restarted rank: shutting everything down"
-                + "".join(f"\nroleserve: also gone: {other}" for other in others),
-                file=sys.stderr,
             )
-            return False
         if policy == "on-failure" and restarts < max_restarts:
             self.children.num_restarts[spec.name] = restarts + 1
             print(f"roleserve: {what}; restarting it ({restarts + 1}/{max_restarts})", file=sys.stderr)

@@ -56,6 +56,11 @@ class Endpoints:
         return f"{self.runtime_dir}/expert_parallel.store"
 
     @property
+    def ep_placement(self) -> str:
+        """The current expert placement, written by rank 0 after each rebalance: a restarted rank loads it."""
+        return f"{self.runtime_dir}/expert_parallel.placement"
+
+    @property
     def ep_progress(self) -> str:
         """Shared memory where each expert-parallel rank counts the collectives it has entered."""
         return f"{self.runtime_dir}/expert_parallel.progress"

@@ -153,6 +153,13 @@ class Engine:
     # ---- the step -------------------------------------------------------------------------------------
     def step(self) -> list[TokenOutput]:
         outputs, self._pending_outputs = self._pending_outputs, []
+        try:
+            return self._step(outputs)
+        except BaseException:  # an expert-parallel peer went away mid-pass: the same tokens run again later
+            self._pending_outputs = outputs + self._pending_outputs
+            raise
+
+    def _step(self, outputs: list[TokenOutput]) -> list[TokenOutput]:
         batch = self.scheduler.schedule()
         if batch.is_empty:
             if self.expert_shard is not None:

@@ -3,12 +3,14 @@
 Each turn starts with a tick: every rank says whether it has requests, whether it was told to shut down,
 and how many recording commands it has received. Then, the same on every rank:
 - one asked to stop: all stop;
-- recording and rebalance commands that every rank has received run now, in arrival order (the
-  dp_controller sends each one to every rank), so a dump gathers the same passes everywhere and a
+- recording and rebalance commands that every rank has received run now, in the dp_controller's order
+  (it numbers each and sends it to every rank), so a dump gathers the same passes everywhere and a
   rebalance swaps experts at the same step on every rank;
 - one has requests: all run one pass, a rank with none an idle pass that still serves its experts; then,
   every exec.moe.eplb_rebalance_interval_passes passes, all rebalance.
-A rank that does not arrive is named by the others (RankMissing) within parallel.ep_timeout_s.
+A rank that does not arrive is named by the others (RankMissing) within parallel.ep_timeout_s. They then
+wait for the launcher to restart it (launcher.restart_policy: on-failure) and form the group again with
+it, keeping their own requests; under restart_policy never the launcher stops everything meanwhile.
 """
 
 from __future__ import annotations
@@ -28,48 +30,91 @@ log = logging.getLogger("roleserve.scheduler")
 _IDLE_POLL_MS = 20  # when no rank has work: how long a rank waits for messages before the next tick
 
 
+class _ShuttingDown(Exception):
+    pass
+
+
 class LockstepSchedulerServer(SchedulerServer):
     def __init__(self, link: ChildLink, engine: Engine, recorder_dir: str, group: ExpertParallelGroup):
         super().__init__(link, engine, recorder_dir)
         self.group = group
-        self.commands: list[ExpertCommand] = []
-        self.num_commands_run = 0
+        self.commands: dict[int, ExpertCommand] = {}  # by the dp_controller's sequence number
+        self.last_run = 0  # commands up to this sequence number have run (or were dropped)
+        self.others_busy = False  # another rank had work at the last tick: no idle wait before the next
 
     def on_recording(self, message: ExpertCommand) -> None:
-        self.commands.append(message)  # runs once every rank has it
+        self.commands[message.sequence] = message  # runs once every rank has it
 
     def run(self) -> None:
-        others_busy = False
+        self.agree_after_joining()
         try:
             while True:
-                busy = others_busy or self.engine.has_unfinished()
-                events = dict(self.poller.poll(0 if busy else _IDLE_POLL_MS))
-                if self.link.control in events:
-                    self.link.poll_control()
-                if self.requests in events:
-                    self.drain_requests()
-                tick = self.group.tick(
-                    self.engine.has_unfinished(), self.link.shutdown_reason is not None, len(self.commands)
-                )
-                if tick.any_stopping:
-                    return
-                while self.num_commands_run < tick.agreed_commands:
-                    self.run_command(self.commands[self.num_commands_run])
-                    self.num_commands_run += 1
-                others_busy = tick.any_work
-                if tick.any_work:
-                    self.publish(self.engine.step())
-                    rebalancer = self.engine.expert_rebalancer
-                    if rebalancer is not None and rebalancer.due(self.engine.num_passes):
-                        rebalancer.rebalance()  # every rank reached the same pass count together
-                self.link.heartbeat()
-                self.report_load()
-        except RankMissing:
-            if self.link.shutdown_reason is None:
-                raise
-            log.info("stopping: another rank stopped first")  # shutting down: the peers went away first
+                try:
+                    if self.turn():
+                        return
+                except RankMissing as error:
+                    if self.link.shutdown_reason is not None:
+                        log.info("stopping: another rank stopped first")
+                        return
+                    self.recover(error)
+        except _ShuttingDown:
+            log.info("stopping while waiting for a rank to come back")
         finally:
             self.group.leave()
+
+    def turn(self) -> bool:
+        """One loop turn; True when the ranks stop."""
+        busy = self.others_busy or self.engine.has_unfinished()
+        events = dict(self.poller.poll(0 if busy else _IDLE_POLL_MS))
+        if self.link.control in events:
+            self.link.poll_control()
+        if self.requests in events:
+            self.drain_requests()
+        received = max(self.commands, default=self.last_run)
+        tick = self.group.tick(self.engine.has_unfinished(), self.link.shutdown_reason is not None, received)
+        if tick.any_stopping:
+            return True
+        for sequence in sorted(s for s in self.commands if self.last_run < s <= tick.agreed_commands):
+            self.run_command(self.commands.pop(sequence))
+        self.last_run = max(self.last_run, tick.agreed_commands)
+        self.others_busy = tick.any_work
+        if tick.any_work:
+            self.publish(self.engine.step())
+            rebalancer = self.engine.expert_rebalancer
+            if rebalancer is not None and rebalancer.due(self.engine.num_passes):
+                rebalancer.rebalance()  # every rank reached the same pass count together
+        self.link.heartbeat()
+        self.report_load()
+        return False
+
+    def recover(self, error: RankMissing) -> None:
+        """A peer is gone: wait for the launcher to restart it (launcher.restart_policy: on-failure), then go
+        on with it; this rank's requests are kept, and the pass that failed runs again. Under
+        restart_policy never the launcher stops everything meanwhile."""
+        log.warning("%s; waiting for the rank to come back", error)
+
+        def keep_alive() -> None:
+            self.link.heartbeat()
+            self.link.poll_control()
+            if self.link.shutdown_reason is not None:
+                raise _ShuttingDown()
+
+        self.group.regroup(keep_alive)
+        log.info("expert-parallel group formed again (generation %d)", self.group.generation)
+        self.others_busy = False
+        self.agree_after_joining()
+
+    def agree_after_joining(self) -> None:
+        """After the group formed: count passes alike (interval rebalances fall on the same pass), and drop
+        the commands not every rank can have seen (a restarted rank never got them): each is answered with
+        an error, and later ones run everywhere."""
+        self.engine.num_passes = self.group.max(self.engine.num_passes)
+        floor = self.group.max(max(self.commands, default=self.last_run))
+        for sequence in sorted(s for s in self.commands if s <= floor):
+            message = self.commands.pop(sequence)
+            error = "an expert-parallel rank restarted before every rank had this command; send it again"
+            self.reply(message, ExpertCommandReply(message.query_id, self.link.spec.instance, error=error))
+        self.last_run = max(self.last_run, floor)
 
     def run_command(self, message: ExpertCommand) -> None:
         instance = self.link.spec.instance

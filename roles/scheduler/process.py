@@ -79,6 +79,7 @@ class SchedulerServer:
         self._last_load_report = 0.0
         self._last_load: LoadReport | None = None
         self.recorder_dir = recorder_dir
+        self.started_at = time.time()
 
     def run(self) -> None:
         while self.link.shutdown_reason is None:
@@ -169,6 +170,7 @@ class SchedulerServer:
             self.finished_since_report,
             self.balancedness_snapshot(),
             self.rebalance_counts(),
+            self.started_at,
         )
         if report == self._last_load:  # nothing changed and nothing finished
             return
@@ -215,9 +217,9 @@ def main(link: ChildLink) -> None:
     group = expert_parallel_group(link)
     shard_for = None
     if group is not None:
-        from roles.scheduler.expert_parallel.shard import contiguous_shard_for
+        from roles.scheduler.expert_parallel.shard import current_shard_for
 
-        shard_for = contiguous_shard_for(group)
+        shard_for = current_shard_for(group, link.endpoints.ep_placement)
     log.info(
         "loading %s (weights %s, %d threads%s)",
         config.model_path,
@@ -240,7 +242,9 @@ def main(link: ChildLink) -> None:
     if rebalances:
         from roles.scheduler.expert_parallel.rebalance import ExpertRebalancer
 
-        engine.expert_rebalancer = ExpertRebalancer(engine, backup.tensors, rebalance_settings_from_context())
+        engine.expert_rebalancer = ExpertRebalancer(
+            engine, backup.tensors, rebalance_settings_from_context(), link.endpoints.ep_placement
+        )
     log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
     if group is None:
         server = SchedulerServer(link, engine, recorder_dir_from_context())

@@ -36,21 +36,42 @@ class Tick:
 
 class ExpertParallelGroup:
     def __init__(self, rank: int, size: int, rendezvous: str, progress: str, timeout_s: float):
-        """rendezvous: the FileStore's path; progress: the progress board's path (both per server)."""
+        """rendezvous: the FileStore's path (one per generation is made from it); progress: the progress
+        board's path (both per server)."""
         self.rank, self.size, self.timeout_s = rank, size, timeout_s
         self.rendezvous = rendezvous
         self.board = ProgressBoard(progress, size, rank)
+        self.incarnation = self.board.start_incarnation()  # > 1: this process replaces a dead one
+        self.generation = 0
 
     def join(self, on_wait: Callable[[], None] | None = None) -> None:
-        """Once this rank's model is loaded: wait for every rank to be loaded too, then form the gloo group."""
-        self.board.mark_loaded()
+        """Once this rank's model is loaded: wait for every rank to be loaded too, then form the gloo group
+        of this generation (a restarted rank joins the survivors, who wait for it in ``regroup``)."""
+        self.board.mark_ready()
+        self._form(lambda: True, _LOAD_WAIT_LIMIT_S, on_wait)
+
+    def regroup(self, on_wait: Callable[[], None] | None = None, limit_s: float = _LOAD_WAIT_LIMIT_S) -> None:
+        """After a peer died: leave the broken group, wait (bounded, ``on_wait`` heartbeats or gives up) for
+        its replacement to be loaded, and form the next generation with it."""
+        self.leave()
+        previous = self.generation
+        self._form(lambda: self.board.generation() > previous, limit_s, on_wait)
+
+    def _form(self, newer: Callable[[], bool], limit_s: float, on_wait) -> None:
         try:
-            self.board.wait_until_loaded(_LOAD_WAIT_LIMIT_S, on_wait)
+            self.board.wait(
+                lambda: newer() and not self.board.not_ready(),
+                limit_s,
+                lambda: f"rank(s) {self.board.not_ready()} did not come back or finish loading",
+                on_wait,
+            )
         except TimeoutError as error:
             raise RankMissing(f"expert-parallel rank {self.rank}: {error}") from None
+        self.generation = self.board.generation()
+        self.board.reset_entered()
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # one machine: ranks meet over loopback only
         timeout = datetime.timedelta(seconds=self.timeout_s)
-        store = dist.FileStore(self.rendezvous, self.size)
+        store = dist.FileStore(f"{self.rendezvous}.{self.generation}", self.size)
         self._run(
             "rendezvous",
             lambda: dist.init_process_group(
@@ -102,6 +123,12 @@ class ExpertParallelGroup:
             lambda: dist.all_to_all_single(received, rows.contiguous(), receive_splits, send_splits),
         )
         return received
+
+    def max(self, value: int) -> int:
+        """The largest of the ranks' values."""
+        tensor = torch.tensor([value], dtype=torch.int64)
+        self._run("max", lambda: dist.all_reduce(tensor, op=dist.ReduceOp.MAX))
+        return int(tensor)
 
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         """Elementwise sum over the ranks (a copy)."""

@@ -1,44 +1,61 @@
-"""Shared memory where expert-parallel ranks mark how far they got: loaded, and collectives entered.
+"""Shared memory where expert-parallel ranks mark how far they got: which process of each rank is running
+and loaded, and how many collectives it entered.
 
 One small file in the server's private runtime dir, mapped by every rank: rank r writes only its own row.
-A rank that waits too long at a collective reads the others' rows to name the ranks that never arrived (a
-dead or hung rank cannot say so itself), and ranks wait here for each other to finish loading the model
-before they rendezvous, so a slow load is not taken for a missing rank.
+- incarnation: how many processes of the rank have started (a restarted rank is the next one); their sum is
+  the group's generation, so every rank derives the same rendezvous for the same set of processes;
+- ready: the incarnation that finished loading its model; ranks rendezvous once every rank is ready;
+- entered: collectives entered in this generation; a rank that waits too long at one reads the others'
+  rows to name the ranks that never arrived (a dead or hung rank cannot say so itself).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import torch
 
-_LOADED, _ENTERED = 0, 1  # the columns of a rank's row
+_INCARNATION, _READY, _ENTERED = 0, 1, 2  # the columns of a rank's row
 
 
 class ProgressBoard:
     def __init__(self, path: str, num_ranks: int, rank: int):
         self.rank = rank
         # Created by whichever rank comes first, zero-filled; every rank maps the same pages.
-        self._rows = torch.from_file(path, shared=True, size=num_ranks * 2, dtype=torch.int64).view(
-            num_ranks, 2
+        self._rows = torch.from_file(path, shared=True, size=num_ranks * 3, dtype=torch.int64).view(
+            num_ranks, 3
         )
 
-    def mark_loaded(self) -> None:
-        self._rows[self.rank, _LOADED] = 1
+    def start_incarnation(self) -> int:
+        """This process is the rank's next incarnation (1 for the first)."""
+        incarnation = int(self._rows[self.rank, _INCARNATION]) + 1
+        self._rows[self.rank, _INCARNATION] = incarnation
+        return incarnation
 
-    def not_loaded(self) -> list[int]:
-        return [rank for rank, loaded in enumerate(self._rows[:, _LOADED].tolist()) if not loaded]
+    def mark_ready(self) -> None:
+        self._rows[self.rank, _READY] = self._rows[self.rank, _INCARNATION]
 
-    def wait_until_loaded(self, limit_s: float, on_wait=None) -> None:
-        """Until every rank marked itself loaded; TimeoutError naming the others after limit_s.
-        ``on_wait`` is called while waiting (the caller's heartbeat)."""
+    def not_ready(self) -> list[int]:
+        rows = self._rows.tolist()
+        return [rank for rank, (started, ready, _) in enumerate(rows) if started == 0 or ready != started]
+
+    def generation(self) -> int:
+        return int(self._rows[:, _INCARNATION].sum())
+
+    def wait(self, until: Callable[[], bool], limit_s: float, what: Callable[[], str], on_wait=None) -> None:
+        """Until ``until()``; TimeoutError saying ``what()`` after limit_s. ``on_wait`` runs while waiting
+        (the caller's heartbeat; it may raise to give up)."""
         deadline = time.monotonic() + limit_s
-        while missing := self.not_loaded():
+        while not until():
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"rank(s) {missing} did not finish loading within {limit_s:g} s")
+                raise TimeoutError(f"{what()} within {limit_s:g} s")
             if on_wait is not None:
                 on_wait()
             time.sleep(0.05)
+
+    def reset_entered(self) -> None:
+        self._rows[self.rank, _ENTERED] = 0
 
     def enter(self) -> int:
         """Count one more collective entered by this rank; returns its number."""
@@ -48,4 +65,4 @@ class ProgressBoard:
 
     def behind(self, collective: int) -> list[int]:
         """The ranks that have not entered collective number ``collective``."""
-        return [rank for rank, entered in enumerate(self._rows[:, _ENTERED].tolist()) if entered < collective]
+        return [rank for rank, row in enumerate(self._rows.tolist()) if row[_ENTERED] < collective]

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from roles.scheduler.expert_parallel.rebalance_plan import expected_rank_load, plan_placement
+from roles.scheduler.expert_parallel.shard import save_placement
 from roles.scheduler.expert_stats.balancedness import pass_balancedness
 from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.models.state_loading import load_state
@@ -48,10 +49,18 @@ class RebalanceOutcome:
 
 
 class ExpertRebalancer:
-    def __init__(self, engine, backup_tensors: dict[str, torch.Tensor], settings: RebalanceSettings):
+    def __init__(
+        self,
+        engine,
+        backup_tensors: dict[str, torch.Tensor],
+        settings: RebalanceSettings,
+        placement_path: str,
+    ):
         """engine: an expert-parallel Engine; backup_tensors: every expert's tensors, by state name
-        (``layers.L.moe.experts.E.…``), mapped from the expert_backup."""
+        (``layers.L.moe.experts.E.…``), mapped from the expert_backup; placement_path: where rank 0 keeps
+        the current placement for a rank that restarts."""
         self.engine = engine
+        self.placement_path = placement_path
         self.backup = backup_tensors
         self.settings = settings
         self.window: deque[torch.Tensor] = deque(maxlen=settings.window_passes)
@@ -92,6 +101,8 @@ class ExpertRebalancer:
         new = plan_placement(load, shard.group.size, self.settings.num_redundant)
         after = pass_balancedness(expected_rank_load(new, load))
         moved = self._swap_in(new)
+        if shard.rank == 0:
+            save_placement(new, self.placement_path)
         self.window.clear()  # the loads of the old placement say nothing about the new one's ranks
         return self._done(RebalanceOutcome(True, before, after, moved, time.monotonic() - started))
 

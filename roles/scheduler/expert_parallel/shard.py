@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,9 +64,10 @@ class ExpertShard:
 ShardFor = Callable[[ModelShape], ExpertShard]
 
 
-def contiguous_shard_for(group: ExpertParallelGroup) -> ShardFor:
-    """The starting placement: experts split in order, num_experts / ranks on each rank, no replicas. A
-    model that cannot be split so is a ValueError naming the setting."""
+def current_shard_for(group: ExpertParallelGroup, placement_path: str) -> ShardFor:
+    """The placement the ranks run now: the one the last rebalance saved (a restarted rank joins ranks
+    that rebalanced), else the starting one, experts split in order with no replicas. A model that cannot
+    be split so is a ValueError naming the setting."""
 
     def shard_for(shape: ModelShape) -> ExpertShard:
         if not shape.is_moe:
@@ -75,7 +77,16 @@ def contiguous_shard_for(group: ExpertParallelGroup) -> ShardFor:
                 f"the model's {shape.num_experts} experts cannot be split evenly over "
                 f"parallel.ep_size={group.size} ranks"
             )
+        if os.path.exists(placement_path):
+            return ExpertShard(group, ExpertPlacement(torch.load(placement_path), group.size))
         placement = ExpertPlacement.contiguous(shape.num_layers, shape.num_experts, group.size)
         return ExpertShard(group, placement)
 
     return shard_for
+
+
+def save_placement(placement: ExpertPlacement, path: str) -> None:
+    """Atomically, so a rank starting meanwhile reads the old placement or the new one, never half."""
+    partial = f"{path}.partial"
+    torch.save(placement.physical_to_logical, partial)
+    os.replace(partial, path)
