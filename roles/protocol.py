@@ -129,6 +129,7 @@ class ExpertCommand(msgspec.Struct, tag=True):
     action: str  # start | stop | dump | rebalance
     query_id: str
     reply_to: int  # tokenizer instance waiting for the answers
+    sequence: int = 0  # numbered by the dp_controller: expert-parallel ranks run commands in this order
 
 
 class ExpertCommandReply(msgspec.Struct, tag=True):
@@ -147,7 +148,7 @@ class TokenEvent(msgspec.Struct, array_like=True):
     token_id: int  # -1 when the event carries no token (abort, rejection)
     logprob: float | None
     top_logprobs: list[tuple[int, float]] | None
-    finish_reason: str | None  # stop | length | abort | error
+    finish_reason: str | None  # stop | length | abort | error (refused) | lost (its replica died)
     error: str | None = None  # set when the scheduler refused the request
 
 
@@ -190,6 +191,7 @@ class LoadReport(msgspec.Struct, tag=True):
     expert_balancedness: ExpertBalancedness | None = None  # only when exported to Prometheus
     # Expert rebalances on this rank so far, {"applied": n, "skipped": n}; None when it cannot rebalance.
     expert_rebalances: dict[str, int] | None = None
+    started_at: float = 0.0  # when this scheduler process started (unix s): a new value is a restart
 
     @property
     def kv_usage(self) -> float:

@@ -4,13 +4,19 @@ round_robin cycles through replicas; shortest_queue picks the replica with the f
 (dispatched, not aborted, and not yet reported finished or refused in a replica's LoadReport), which is
 exact without waiting for load reports. Each replica admits on its own queue and answers a request it
 cannot hold with Overloaded straight to the tokenizer.
+
+Expert commands (recording, rebalance) go to every replica, numbered, so expert-parallel ranks run them in
+one order. A replica whose load report shows a new process (the launcher restarted it) lost the requests
+it held: each of them gets an error event here, sent to its tokenizer, so no client waits forever.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import time
 
+import msgspec
 import zmq
 
 from roles.child_process import ChildLink
@@ -20,6 +26,8 @@ from roles.protocol import (
     FrameCounter,
     Generate,
     LoadReport,
+    TokenBatch,
+    TokenEvent,
     encode,
     request_decoder,
     result_decoder,
@@ -53,29 +61,63 @@ class Dispatcher:
     def owner_of(self, request_id: str) -> int | None:
         return self.owner.get(request_id)
 
+    def owned_by(self, replica: int) -> list[str]:
+        return [request_id for request_id, owner in self.owner.items() if owner == replica]
+
     def forget(self, request_id: str) -> None:
         replica = self.owner.pop(request_id, None)
         if replica is not None:
             self.num_owned[replica] -= 1
 
 
+class RestartWatch:
+    """Which replica processes restarted, from the start time in their load reports; the requests sent to
+    a replica before its new process started were lost with the old one."""
+
+    def __init__(self):
+        self.started_at: dict[int, float] = {}
+        self.sent_at: dict[str, float] = {}  # request id -> when it was dispatched (unix s)
+        self.reply_to: dict[str, int] = {}  # request id -> its tokenizer
+
+    def dispatched(self, message: Generate) -> None:
+        self.sent_at[message.request_id] = time.time()
+        self.reply_to[message.request_id] = message.reply_to
+
+    def forget(self, request_id: str) -> None:
+        self.sent_at.pop(request_id, None)
+        self.reply_to.pop(request_id, None)
+
+    def lost(self, report: LoadReport, owned: list[str]) -> list[str]:
+        """The owned requests a restarted replica lost; [] unless this report is from a new process."""
+        known = self.started_at.get(report.instance)
+        self.started_at[report.instance] = report.started_at
+        if known is None or report.started_at == known:
+            return []
+        return [r for r in owned if r in self.reply_to and self.sent_at[r] < report.started_at]
+
+
+def _push(context: zmq.Context, address: str) -> zmq.Socket:
+    push = context.socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 0)
+    push.connect(address)
+    return push
+
+
 def main(link: ChildLink) -> None:
     endpoints, context = link.endpoints, link.zmq_context
     dispatcher = Dispatcher(endpoints.dp_size, get_parallel().load_balance)
+    watch = RestartWatch()
     incoming = context.socket(zmq.PULL)
     incoming.bind(endpoints.dp_requests)
     loads = context.socket(zmq.PULL)
     loads.bind(endpoints.dp_load)
-    replicas = []
-    for index in range(endpoints.dp_size):
-        push = context.socket(zmq.PUSH)
-        push.setsockopt(zmq.LINGER, 0)
-        push.connect(endpoints.scheduler_requests(index))
-        replicas.append(push)
+    replicas = [_push(context, endpoints.scheduler_requests(i)) for i in range(endpoints.dp_size)]
+    tokenizers = [_push(context, endpoints.tokenizer_results(i)) for i in range(endpoints.num_tokenizers)]
     poller = zmq.Poller()
     for socket in (incoming, loads, link.control):
         poller.register(socket, zmq.POLLIN)
     frames = FrameCounter()
+    commands = itertools.count(1)
     link.send_ready()
     while link.shutdown_reason is None:
         events = dict(poller.poll(100))
@@ -84,21 +126,35 @@ def main(link: ChildLink) -> None:
         if loads in events:
             while loads.poll(0):
                 report = frames.decode(result_decoder, loads.recv())
-                if isinstance(report, LoadReport):
-                    for request_id in report.finished:
-                        dispatcher.forget(request_id)
+                if not isinstance(report, LoadReport):
+                    continue
+                for request_id in report.finished:
+                    dispatcher.forget(request_id)
+                    watch.forget(request_id)
+                for request_id in watch.lost(report, dispatcher.owned_by(report.instance)):
+                    reason = (
+                        f"scheduler[{report.instance}] restarted; the request was lost with its old process"
+                    )
+                    event = TokenEvent(request_id, -1, None, None, "lost", reason)
+                    tokenizers[watch.reply_to[request_id]].send(encode(TokenBatch([event])))
+                    dispatcher.forget(request_id)
+                    watch.forget(request_id)
         if incoming in events:
             while incoming.poll(0):
                 frame = incoming.recv()
                 message = frames.decode(request_decoder, frame)
                 if isinstance(message, Generate):
                     replicas[dispatcher.assign(message.request_id)].send(frame)
-                elif isinstance(message, ExpertCommand):  # every replica records its own passes
+                    if 0 <= message.reply_to < len(tokenizers):
+                        watch.dispatched(message)
+                elif isinstance(message, ExpertCommand):  # every replica acts, in one numbered order
+                    numbered = encode(msgspec.structs.replace(message, sequence=next(commands)))
                     for replica in replicas:
-                        replica.send(frame)
+                        replica.send(numbered)
                 elif isinstance(message, Abort):
                     replica = dispatcher.owner_of(message.request_id)
                     if replica is not None:
                         dispatcher.forget(message.request_id)  # it leaves the replica's queue now
+                        watch.forget(message.request_id)
                         replicas[replica].send(encode(message))
         link.heartbeat()

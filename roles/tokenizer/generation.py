@@ -65,9 +65,17 @@ async def start_choice(
             code="server_overloaded",
             retry_after_s=first.retry_after_s,
         )
-    if first.finish_reason == "error":
-        raise OpenAIError(400, first.error or "the scheduler rejected the request", code="invalid_value")
+    refused(first)
     return StartedChoice(request_id, queue, first)
+
+
+def refused(event: TokenEvent) -> None:
+    """An event that ends a request without an answer, as the client's error: "error" is the scheduler
+    refusing the request (400), "lost" its replica dying with it (503, retry)."""
+    if event.finish_reason == "error":
+        raise OpenAIError(400, event.error or "the scheduler rejected the request", code="invalid_value")
+    if event.finish_reason == "lost":
+        raise OpenAIError(503, event.error or "the scheduler lost the request", code="scheduler_restarted")
 
 
 async def start_choices(
@@ -107,6 +115,7 @@ async def run_choice(
     event: TokenEvent = started.first
     try:
         while True:
+            refused(event)
             tokens = []
             text = ""
             if event.token_id >= 0:

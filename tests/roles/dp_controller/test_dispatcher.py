@@ -24,3 +24,19 @@ def test_shortest_queue_picks_the_replica_owning_fewest_requests():
 def test_unknown_policy_is_refused():
     with pytest.raises(ValueError, match="unknown load-balance policy 'random'"):
         Dispatcher(2, "random")
+
+
+def test_a_replica_with_a_new_process_lost_what_was_sent_to_the_old_one():
+    from roles.dp_controller.process import RestartWatch
+    from roles.protocol import Generate, LoadReport, SamplingFields
+
+    dispatcher, watch = Dispatcher(2, "round_robin"), RestartWatch()
+    for request_id in ("a", "b", "c"):
+        dispatcher.assign(request_id)  # a -> 0, b -> 1, c -> 0
+        watch.dispatched(Generate(request_id, 0, [1], SamplingFields()))
+    first = LoadReport(1, 1, 0, 0, 1, started_at=100.0)
+    assert watch.lost(first, dispatcher.owned_by(1)) == []  # the first report of a replica: nothing lost
+    assert watch.lost(first, dispatcher.owned_by(1)) == []  # the same process again
+    restarted = LoadReport(1, 0, 0, 0, 1, started_at=watch.sent_at["b"] + 1)
+    assert watch.lost(restarted, dispatcher.owned_by(1)) == ["b"]
+    assert dispatcher.owned_by(0) == ["a", "c"]
