@@ -126,10 +126,12 @@ def rebalance_figures(folder: pathlib.Path, new: int) -> None:
     extra = (
         f"model: {{path: '{folder}', served_name: moe}}\nparallel: {{ep_size: 2}}\n"
         "memory: {kv_cache_tokens: 8192, page_size: 16}\nexpert_backup: {enabled: true}\n"
-        "exec: {moe: {num_redundant_experts: 2, eplb_min_rebalance_balancedness: 1.0, "
-        "expert_balancedness_report_mode: prometheus}}\n"
     )
-    server = start_server(port, "exact", 16, extra)
+    moe = (
+        "moe: {num_redundant_experts: 2, eplb_min_rebalance_balancedness: 1.0, "
+        "expert_balancedness_report_mode: prometheus}"
+    )
+    server = start_server(port, "exact", 16, extra, moe)
     url = f"http://127.0.0.1:{port}"
     try:
         figures = {}

@@ -168,11 +168,15 @@ def engine_tok_s(
     return num_requests * output_len / (time.perf_counter() - started)
 
 
-def start_server(port: int, weight_dtype: str, max_running: int, extra_yaml: str = "") -> subprocess.Popen:
-    """`serve` on 127.0.0.1:port, returned once it is ready; extra_yaml: more top-level namespaces."""
+def start_server(
+    port: int, weight_dtype: str, max_running: int, extra_yaml: str = "", exec_extra: str = ""
+) -> subprocess.Popen:
+    """`serve` on 127.0.0.1:port, returned once it is ready; extra_yaml: more top-level namespaces;
+    exec_extra: more exec entries (flow style, e.g. "moe: {...}")."""
     config = pathlib.Path(tempfile.mkdtemp()) / "bench.yaml"
+    exec_entries = f"weight_dtype: {weight_dtype}" + (f", {exec_extra}" if exec_extra else "")
     config.write_text(
-        f"http: {{host: 127.0.0.1, port: {port}}}\nexec: {{weight_dtype: {weight_dtype}}}\n"
+        f"http: {{host: 127.0.0.1, port: {port}}}\nexec: {{{exec_entries}}}\n"
         f"schedule: {{max_running_requests: {max_running}}}\n{extra_yaml}"
     )
     serve = str(pathlib.Path(sys.executable).with_name("serve"))

@@ -94,18 +94,20 @@ class Server:
                 pass
         return total / 2**20
 
-    def scheduler_pid(self) -> int:
+    def scheduler_pid(self, instance: int = 0) -> int:
         processes = httpx.get(self.url + "/roles", timeout=60).json()["processes"]
-        return next(p["pid"] for p in processes if p["role"] == "scheduler")
+        return next(p["pid"] for p in processes if p["role"] == "scheduler" and p["instance"] == instance)
 
-    def restart_scheduler_seconds(self, timeout_s: float = 600) -> float:
+    def restart_scheduler_seconds(self, instance: int = 0, timeout_s: float = 600) -> float:
+        """SIGKILL scheduler[instance]; seconds until its new process is READY (an expert-parallel rank
+        reports READY once it has joined the other ranks again)."""
         marker = len(self.lines)
         killed_at = time.monotonic()
-        os.kill(self.scheduler_pid(), signal.SIGKILL)
+        os.kill(self.scheduler_pid(instance), signal.SIGKILL)
         deadline = killed_at + timeout_s
         while time.monotonic() < deadline:
             for at, line in self.lines[marker:]:
-                if "scheduler[0] ready" in line:
+                if f"scheduler[{instance}] ready" in line:
                     return at - killed_at
             time.sleep(0.02)
         raise SystemExit("the scheduler did not come back")
@@ -151,14 +153,14 @@ def measure_reference(command: str, timeout_s: float = 120) -> dict:
             process.kill()
 
 
-def measure(config: dict, env: dict | None = None, restart: bool = False) -> dict:
+def measure(config: dict, env: dict | None = None, restart: bool = False, instance: int = 0) -> dict:
     server = Server(config, env)
     try:
         result = {"start_s": server.wait_ready()}
         server.complete()
         result["pss_mib"] = server.pss_mib()
         if restart:
-            result["restart_s"] = server.restart_scheduler_seconds()
+            result["restart_s"] = server.restart_scheduler_seconds(instance)
             server.complete()
         return result
     finally:
@@ -169,6 +171,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the dp_size=2 memory runs")
     parser.add_argument("--reference-command", default=None, help="another server to start, with {port}")
+    parser.add_argument(
+        "--moe-folder",
+        default=None,
+        help="an MoE folder (e.g. .cache/smollm2-moe-4x2 from bench/moe.py): also time an expert-parallel "
+        "rank restart with and without the expert_backup",
+    )
     args = parser.parse_args()
 
     default = yaml.safe_load((ROOT / "deploy" / "configs" / "default.yaml").read_text())
@@ -210,6 +218,8 @@ def main() -> None:
     print(
         f"{'scheduler restart, daemon':<44} {private['restart_s']:8.1f}   {cold['restart_s'] / private['restart_s']:.1f}x faster"
     )
+    if args.moe_folder:
+        expert_parallel_restarts(pathlib.Path(args.moe_folder), {**no_cache, **restarting})
     if args.quick:
         return
     rows = {
@@ -222,6 +232,24 @@ def main() -> None:
     for mode in ("no daemon", "daemon"):
         one, two = rows[(mode, 1)], rows[(mode, 2)]
         print(f"{mode:<24} {one:8.0f} MiB {two:6.0f} MiB {two / one:6.2f}x")
+
+
+def expert_parallel_restarts(folder: pathlib.Path, base: dict) -> None:
+    """Rank 1 of ep_size 2 killed and restarted: its experts from the expert_backup or from disk."""
+    config = {
+        **base,
+        "model": {"path": str(folder), "served_name": "smollm2"},
+        "exec": {"weight_dtype": "exact"},
+        "parallel": {"ep_size": 2},
+    }
+    from_disk = measure(config, restart=True, instance=1)
+    backed = measure({**config, "expert_backup": {"enabled": True}}, restart=True, instance=1)
+    print(f"\n{'expert-parallel rank restart (' + folder.name + ')':<44} {'seconds':>8}")
+    print(f"{'experts from disk':<44} {from_disk['restart_s']:8.1f}")
+    print(
+        f"{'experts from the expert_backup':<44} {backed['restart_s']:8.1f}   "
+        f"{from_disk['restart_s'] / backed['restart_s']:.1f}x faster"
+    )
 
 
 if __name__ == "__main__":

@@ -76,3 +76,24 @@ def test_without_the_backup_a_rebalance_is_refused_with_what_it_needs(tmp_path):
     assert response.status_code == 409
     error = response.json()["error"]
     assert error["code"] == "expert_rebalance_unavailable" and "expert_backup.enabled" in error["message"]
+
+
+def test_an_interval_rebalance_is_skipped_while_balancedness_is_above_the_minimum(tmp_path):
+    """Every 5 passes, with a minimum of 0: each one finds the window balanced enough and skips."""
+    model = write_tiny_mixtral(tmp_path / "mixtral")
+    config = tiny_config(
+        model,
+        parallel={"ep_size": 2},
+        expert_backup={"enabled": True},
+        exec={"moe": {"eplb_rebalance_interval_passes": 5, "eplb_min_rebalance_balancedness": 0.0}},
+    )
+    with ServeProcess(tmp_path / "serve", config) as running:
+        complete_all(running)
+        skipped = [
+            v
+            for k, v in metrics(running).items()
+            if k.startswith("roleserve_eplb_rebalances_total") and 'result="skipped"' in k
+        ]
+        output = running.output
+    assert len(skipped) == 2 and min(skipped) >= 1  # both ranks, at the same passes
+    assert "rebalance skipped: balancedness" in output and "eplb_min_rebalance_balancedness=0" in output
