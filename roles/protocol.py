@@ -251,3 +251,7 @@ class FrameCounter:
         except (msgspec.DecodeError, msgspec.ValidationError):
             self.num_dropped += 1
             return None
+
+    def drop(self) -> None:
+        """A message that decoded but cannot be acted on (a wrong frame count, an index out of range)."""
+        self.num_dropped += 1

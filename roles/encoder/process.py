@@ -67,6 +67,9 @@ class EncoderServer:
             message = self.frames.decode(embed_decoder, self.requests.recv())
             if not isinstance(message, EmbedRequest):
                 continue
+            if not 0 <= message.reply_to < len(self.replies):
+                self.frames.drop()  # no tokenizer to answer
+                continue
             try:
                 ids = self.prepare(message)
             except (InputTooLong, ValueError) as error:

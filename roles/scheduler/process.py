@@ -101,11 +101,15 @@ class SchedulerServer:
             except zmq.Again:
                 return
             message = self.frames.decode(request_decoder, frame)
-            if isinstance(message, Generate):
+            if isinstance(message, Generate | ExpertCommand) and not 0 <= message.reply_to < len(
+                self.results
+            ):
+                self.frames.drop()  # no tokenizer to answer
+            elif isinstance(message, Generate):
                 self.admit(message)
             elif isinstance(message, Abort):
                 self.engine.abort(message.request_id)
-            elif isinstance(message, ExpertCommand) and 0 <= message.reply_to < len(self.results):
+            elif isinstance(message, ExpertCommand):
                 self.on_recording(message)
 
     def on_recording(self, message: ExpertCommand) -> None:

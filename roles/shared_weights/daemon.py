@@ -89,8 +89,11 @@ class SharedWeightsDaemon:
             if link is not None and link.control in events:
                 link.poll_control()
             while self.socket.poll(0):
-                client, _, frame = self.socket.recv_multipart()
-                self.handle(client, frame)
+                parts = self.socket.recv_multipart()
+                if len(parts) != 3 or parts[1]:  # a REQ peer sends [identity, empty delimiter, frame]
+                    self.num_dropped_frames += 1
+                    continue
+                self.handle(parts[0], parts[2])
             self.answer_finished()
             if link is not None:
                 link.heartbeat()
