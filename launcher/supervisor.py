@@ -13,6 +13,7 @@ import zmq
 
 from launcher.children import ChildProcesses, describe_exit
 from launcher.inspect_gather import InspectGatherer
+from launcher.port_check import http_port_problem
 from launcher.role_list import LAUNCHER, ROLES
 from launcher.runtime_dir import make_runtime_dir, remove_runtime_dir
 from launcher.topology import child_specs, endpoints_for
@@ -28,6 +29,8 @@ from roles.protocol import (
     encode,
 )
 from runtime_context import (
+    EXIT_CONFIG_ERROR,
+    ConfigError,
     ResolvedConfig,
     get_http,
     get_launcher,
@@ -73,11 +76,16 @@ class Supervisor:
             self.gatherer.tick()
             return
         while self.control.poll(0):
-            sender, frame = self.control.recv_multipart()
-            self.last_heard[sender.decode()] = time.monotonic()
+            parts = self.control.recv_multipart()
+            name = parts[0].decode(errors="replace")
+            if len(parts) != 2 or name not in self.children.by_name:  # not one of our children's dealers
+                self.frames.drop()
+                continue
+            sender, frame = parts
+            self.last_heard[name] = time.monotonic()
             message = self.frames.decode(control_decoder, frame)
             if isinstance(message, Ready):
-                self.on_ready(sender.decode(), message)
+                self.on_ready(name, message)
             elif isinstance(message, InspectQuery):
                 self.gatherer.start(sender, message, [name.encode() for name in self.ready])
             elif isinstance(message, InspectReply):
@@ -205,6 +213,10 @@ def run_server(resolved: ResolvedConfig) -> int:
     logging.basicConfig(
         level=get_observability().log_level.upper(), format="%(asctime)s launcher %(levelname)s: %(message)s"
     )
+    taken = http_port_problem(resolved)
+    if taken is not None:
+        print(ConfigError([taken]).render(), file=sys.stderr)
+        return EXIT_CONFIG_ERROR
     supervisor = Supervisor(resolved)
 
     def on_signal(signum, frame) -> None:

@@ -1,0 +1,29 @@
+"""Before anything is spawned: the HTTP port must be free. A server that finds it taken exits 2 naming the
+setting and the port, instead of failing late in its fronts, or sharing the port with another server (its
+fronts bind with SO_REUSEPORT, which would let a second server split the traffic)."""
+
+from __future__ import annotations
+
+import socket
+
+from runtime_context import ConfigProblem, ResolvedConfig, get_http
+
+
+def http_port_problem(resolved: ResolvedConfig) -> ConfigProblem | None:
+    """After the launcher published its view; resolved: where http.port came from, for the message."""
+    http = get_http()
+    host, port = http.host, http.port
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # SO_REUSEADDR only: a port left in TIME_WAIT is free, one that any socket listens on is not
+        # (without SO_REUSEPORT the probe cannot join another server's group).
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            source = resolved.source("http.port")
+            where = source.detail if source.kind == "file" else str(source)
+            return ConfigProblem(
+                where, "http.port", f"{host}:{port} is not free ({error.strerror}): another server holds it"
+            )
+    return None
