@@ -47,6 +47,10 @@ class Shutdown(msgspec.Struct, tag=True):
     drain_timeout_s: float = 0.0  # how long in-flight requests may finish (launcher.shutdown_timeout_s)
 
 
+# Token ids and counts fit 32 bits; bounding them keeps every value msgpack can carry and torch can index.
+_INT32_MAX = 2**31 - 1
+
+
 def _bounded(kind: type, description: str, **bounds) -> object:
     return Annotated[kind, msgspec.Meta(description=description, **bounds)]
 
@@ -58,7 +62,7 @@ class SamplingFields(msgspec.Struct):
     top_p: _bounded(
         float, "keep the smallest set of likeliest tokens reaching this mass; 1 is off", gt=0, le=1
     ) = 1.0
-    top_k: _bounded(int, "keep the k likeliest tokens; 0 is off", ge=0) = 0
+    top_k: _bounded(int, "keep the k likeliest tokens; 0 is off", ge=0, le=_INT32_MAX) = 0
     min_p: _bounded(
         float, "drop tokens below min_p times the likeliest one's probability; 0 is off", ge=0, le=1
     ) = 0.0
@@ -73,8 +77,8 @@ class SamplingFields(msgspec.Struct):
     ) = 0.0
     seed: _bounded(int, "a private random stream, the same in any batch", ge=0, le=2**63 - 1) | None = None
     # The HTTP front always sets it: the request's own, else tokenizer.default_max_tokens shrunk to the context.
-    max_tokens: _bounded(int, "most tokens to generate", ge=1) = 16
-    stop_token_ids: list[_bounded(int, "a token id that ends the request", ge=0)] = []
+    max_tokens: _bounded(int, "most tokens to generate", ge=1, le=_INT32_MAX) = 16
+    stop_token_ids: list[_bounded(int, "a token id that ends the request", ge=0, le=_INT32_MAX)] = []
     ignore_eos: bool = False
     logprobs: _bounded(int, "report the top-N alternatives of each token", ge=0, le=20) | None = None
 

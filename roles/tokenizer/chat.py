@@ -10,7 +10,7 @@ from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.generation import ChoiceResult, Delta, TokenInfo
 from roles.tokenizer.openai_errors import OpenAIError
 from roles.tokenizer.request_log import record_of
-from roles.tokenizer.request_prep import check_model, check_not_draining, sampling_fields
+from roles.tokenizer.request_prep import check_model, check_not_draining, encode_text, sampling_fields
 from roles.tokenizer.response_flow import FlowSpec, run_flow
 from roles.tokenizer.schemas import ChatCompletionRequest
 
@@ -45,7 +45,7 @@ async def create_chat_completion(state: FrontState, request: Request, body: Chat
         raise OpenAIError(
             400, f"chat template rejected the messages: {error}", "messages", "invalid_value"
         ) from None
-    prompt = state.tokenizer.encode(text, add_special_tokens=False)
+    prompt = encode_text(state, text, "messages", add_special_tokens=False)
     fields = sampling_fields(state, body, len(prompt))
 
     def chunk_choice(delta: Delta, is_first: bool) -> dict:

@@ -52,9 +52,14 @@ class EngineClient:
         return len(self.queues)
 
     async def submit(self, request_id: str, prompt_ids: list[int], sampling: SamplingFields) -> asyncio.Queue:
+        frame = encode(Generate(request_id, self.instance, prompt_ids, sampling))  # before it counts
         queue: asyncio.Queue[TokenEvent | Overloaded] = asyncio.Queue()
         self.queues[request_id] = queue
-        await self.requests.send(encode(Generate(request_id, self.instance, prompt_ids, sampling)))
+        try:
+            await self.requests.send(frame)
+        except BaseException:  # never sent (cancelled, socket closed): it is not in flight
+            self.queues.pop(request_id, None)
+            raise
         return queue
 
     async def abort(self, request_id: str) -> None:

@@ -31,14 +31,37 @@ def prompt_id_lists(state: FrontState, prompt) -> list[list[int]]:
     if isinstance(prompt, str):
         prompts = [prompt]
     elif prompt and all(isinstance(p, int) for p in prompt):
-        return [list(prompt)]
+        return [checked_ids(state, prompt)]
     else:
         prompts = list(prompt)
     if not prompts:
         raise OpenAIError(400, "prompt must not be empty", "prompt", "invalid_value")
     if all(isinstance(p, list) for p in prompts):
-        return [list(p) for p in prompts]
-    return [state.tokenizer.encode(p, add_special_tokens=True) for p in prompts]
+        return [checked_ids(state, p) for p in prompts]
+    return [encode_text(state, p, "prompt", add_special_tokens=True) for p in prompts]
+
+
+def checked_ids(state: FrontState, ids: list[int]) -> list[int]:
+    """Token ids as given, each one of the model's (400 otherwise: never an error deeper in)."""
+    vocab = getattr(state.tokenizer, "vocab_size", None) or 2**31
+    if not all(0 <= token < vocab for token in ids):
+        raise OpenAIError(400, f"prompt token ids must be in [0, {vocab})", "prompt", "invalid_value")
+    return list(ids)
+
+
+def encode_text(state: FrontState, text: str, param: str, add_special_tokens: bool) -> list[int]:
+    """Text to token ids; text that is not valid Unicode (a lone surrogate such as \\ud800, which JSON
+    can carry) is a 400 naming the field."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise OpenAIError(
+            400,
+            f"{param} is not valid Unicode ({error.reason} at character {error.start})",
+            param,
+            "invalid_value",
+        ) from None
+    return state.tokenizer.encode(text, add_special_tokens=add_special_tokens)
 
 
 def sampling_fields(state: FrontState, request: SamplingRequest, prompt_len: int) -> SamplingFields:
