@@ -70,6 +70,14 @@ _declare(
 _declare("http", "cors_origins", list, ["*"], "Origins allowed by CORS; an empty list disables CORS headers.")
 _declare(
     "http",
+    "max_request_bytes",
+    int,
+    4 * 2**20,
+    "Largest request body accepted; a larger one is answered 413 before it is read whole.",
+    minimum=1024,
+)
+_declare(
+    "http",
     "request_timeout_s",
     float,
     600.0,

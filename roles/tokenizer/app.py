@@ -28,7 +28,7 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
             CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
         )
 
-    app.add_middleware(HTTPGuard, state=state)
+    app.add_middleware(HTTPGuard, state=state, router=app.router)
 
     @app.post("/v1/completions")
     async def completions(body: CompletionRequest, request: Request):

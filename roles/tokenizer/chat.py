@@ -45,7 +45,7 @@ async def create_chat_completion(state: FrontState, request: Request, body: Chat
         raise OpenAIError(
             400, f"chat template rejected the messages: {error}", "messages", "invalid_value"
         ) from None
-    prompt = encode_text(state, text, "messages", add_special_tokens=False)
+    prompt = await encode_text(state, text, "messages", add_special_tokens=False)
     fields = sampling_fields(state, body, len(prompt))
 
     def chunk_choice(delta: Delta, is_first: bool) -> dict:

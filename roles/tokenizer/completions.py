@@ -43,7 +43,7 @@ async def create_completion(state: FrontState, request: Request, body: Completio
     record.request_id = f"cmpl-{uuid.uuid4().hex}"
     check_model(state, body.model)
     check_not_draining(state)
-    prompts = prompt_id_lists(state, body.prompt)
+    prompts = await prompt_id_lists(state, body.prompt)
     fields = [sampling_fields(state, body, len(p)) for p in prompts]
     has_logprobs = fields[0].logprobs is not None
     if body.echo and has_logprobs:

@@ -26,6 +26,7 @@ class FrontSettings:
     metrics_enabled: bool
     log_requests: bool
     request_timeout_s: float
+    max_request_bytes: int
     exports_expert_balancedness: bool  # exec.moe.expert_balancedness_report_mode prometheus or both
 
     @classmethod
@@ -39,6 +40,7 @@ class FrontSettings:
             metrics_enabled=observability.metrics,
             log_requests=observability.log_requests,
             request_timeout_s=http.request_timeout_s,
+            max_request_bytes=http.max_request_bytes,
             exports_expert_balancedness=exports_expert_balancedness_to_prometheus(),
         )
 

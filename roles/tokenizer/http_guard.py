@@ -1,5 +1,6 @@
-"""The HTTP guard in front of every route: API key check, in-flight count (draining waits for it), the
-request metric, and the request log line (observability.log_requests).
+"""The HTTP guard in front of every route: API key check, body size bound (http.max_request_bytes, 413),
+in-flight count (draining waits for it), the request metric (labelled with the route's template, never
+the raw path: unknown paths share one label), and the request log line (observability.log_requests).
 
 A plain ASGI middleware, not Starlette's BaseHTTPMiddleware: that one copies every chunk of a streamed
 response through an in-memory stream, which cost more per token than producing the token's SSE event.
@@ -19,6 +20,23 @@ OPEN_PATHS = {"/health"}  # reachable without the API key (load balancers probe 
 UNLOGGED_PATHS = {"/health", "/metrics"}  # probes and scrapes would drown the request log
 
 
+UNMATCHED = "unmatched"  # the metric label of every path no route serves
+
+
+class _BodyTooLarge(BaseException):  # not an Exception: no handler on the way may take it for a bad body
+    pass
+
+
+def _content_length(scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
 def _bearer_token(scope) -> str:
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
@@ -28,9 +46,35 @@ def _bearer_token(scope) -> str:
 
 
 class HTTPGuard:
-    def __init__(self, app, state: FrontState):
+    def __init__(self, app, state: FrontState, router=None):
+        """router: the application's, whose route templates label the request metric."""
         self.app = app
         self.state = state
+        self.router = router
+
+    def route_label(self, scope) -> str:
+        """The template of the route that serves this path ("/admin/expert_distribution/{action}")."""
+        from starlette.routing import Match
+
+        for route in getattr(self.router, "routes", ()):
+            if route.matches(scope)[0] is Match.FULL:
+                return getattr(route, "path", UNMATCHED)
+        return UNMATCHED
+
+    def bounded(self, receive):
+        """``receive`` that stops a body growing past http.max_request_bytes (chunked bodies included)."""
+        limit, seen = self.state.settings.max_request_bytes, 0
+
+        async def receive_bounded():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise _BodyTooLarge()
+            return message
+
+        return receive_bounded
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -39,13 +83,14 @@ class HTTPGuard:
         state, path = self.state, scope["path"]
         state.num_active_http += 1
         status = 500
+        responded = False
         started = time.monotonic()
         record = attach_record(scope)
 
         async def send_and_note_status(message) -> None:
-            nonlocal status
+            nonlocal status, responded
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, responded = message["status"], True
             await send(message)
 
         try:
@@ -61,9 +106,23 @@ class HTTPGuard:
                     response = error_response(OpenAIError(401, message, code="invalid_api_key"))
                     await response(scope, receive, send_and_note_status)
                     return
-            await self.app(scope, receive, send_and_note_status)
+            limit = state.settings.max_request_bytes
+            length = _content_length(scope)
+            if length is not None and length > limit:
+                await self.too_large(scope, receive, send_and_note_status)
+                return
+            try:
+                await self.app(scope, self.bounded(receive), send_and_note_status)
+            except _BodyTooLarge:
+                if not responded:
+                    await self.too_large(scope, receive, send_and_note_status)
         finally:
             state.num_active_http -= 1
-            state.metrics.requests.inc("tokenizer", path, str(status))
+            state.metrics.requests.inc("tokenizer", self.route_label(scope), str(status))
             if state.settings.log_requests and path not in UNLOGGED_PATHS:
                 log.info(record.line(scope["method"], path, status, time.monotonic() - started))
+
+    async def too_large(self, scope, receive, send) -> None:
+        limit = self.state.settings.max_request_bytes
+        message = f"the request body is larger than http.max_request_bytes={limit}"
+        await error_response(OpenAIError(413, message, code="request_too_large"))(scope, receive, send)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 
 from roles.protocol import SamplingError, SamplingFields, validate_sampling
@@ -26,7 +28,7 @@ def check_not_draining(state: FrontState) -> None:
         raise OpenAIError(503, "the server is shutting down", code="server_shutting_down")
 
 
-def prompt_id_lists(state: FrontState, prompt) -> list[list[int]]:
+async def prompt_id_lists(state: FrontState, prompt) -> list[list[int]]:
     """A completion prompt as token ids: string, list of strings, token ids or lists of token ids."""
     if isinstance(prompt, str):
         prompts = [prompt]
@@ -38,7 +40,7 @@ def prompt_id_lists(state: FrontState, prompt) -> list[list[int]]:
         raise OpenAIError(400, "prompt must not be empty", "prompt", "invalid_value")
     if all(isinstance(p, list) for p in prompts):
         return [checked_ids(state, p) for p in prompts]
-    return [encode_text(state, p, "prompt", add_special_tokens=True) for p in prompts]
+    return [await encode_text(state, p, "prompt", add_special_tokens=True) for p in prompts]
 
 
 def checked_ids(state: FrontState, ids: list[int]) -> list[int]:
@@ -49,9 +51,10 @@ def checked_ids(state: FrontState, ids: list[int]) -> list[int]:
     return list(ids)
 
 
-def encode_text(state: FrontState, text: str, param: str, add_special_tokens: bool) -> list[int]:
-    """Text to token ids; text that is not valid Unicode (a lone surrogate such as \\ud800, which JSON
-    can carry) is a 400 naming the field."""
+async def encode_text(state: FrontState, text: str, param: str, add_special_tokens: bool) -> list[int]:
+    """Text to token ids, in a worker thread: a long prompt never stalls the event loop (other requests,
+    /health). Text that is not valid Unicode (a lone surrogate such as \\ud800, which JSON can carry) is
+    a 400 naming the field."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
@@ -61,7 +64,7 @@ def encode_text(state: FrontState, text: str, param: str, add_special_tokens: bo
             param,
             "invalid_value",
         ) from None
-    return state.tokenizer.encode(text, add_special_tokens=add_special_tokens)
+    return await asyncio.to_thread(state.tokenizer.encode, text, add_special_tokens=add_special_tokens)
 
 
 def sampling_fields(state: FrontState, request: SamplingRequest, prompt_len: int) -> SamplingFields:

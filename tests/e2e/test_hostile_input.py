@@ -3,6 +3,8 @@ not valid Unicode. Each gets a 400 in OpenAI shape naming the field, and none st
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 from serve_harness import ServeProcess
@@ -48,3 +50,32 @@ def test_none_stays_in_flight_and_the_server_still_answers(server):
     assert metrics(server)['roleserve_requests_in_flight{role="tokenizer",instance="0"}'] == 0
     body = {"model": "tiny", "prompt": "Hello", "max_tokens": 2}
     assert httpx.post(server.url + "/v1/completions", json=body, timeout=30).status_code == 200
+
+
+def test_a_body_over_http_max_request_bytes_is_a_413_declared_or_chunked(server):
+    big = {"model": "tiny", "prompt": "word " * (1 << 20), "max_tokens": 1}  # 5 MiB > the 4 MiB default
+    response = httpx.post(server.url + "/v1/completions", json=big, timeout=60)
+    assert response.status_code == 413 and response.json()["error"]["code"] == "request_too_large"
+
+    def chunks():  # no Content-Length: the guard counts what it reads
+        for _ in range(6):
+            yield b" " * (1 << 20)
+
+    chunked = httpx.post(
+        server.url + "/v1/completions",
+        content=chunks(),
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
+    assert chunked.status_code == 413, chunked.text
+
+
+def test_request_metrics_are_labelled_by_route_never_by_the_raw_path(server):
+    for junk in ('/x"} 1 forged', "/nope/1", "/nope/2"):
+        assert httpx.get(server.url + junk, timeout=30).status_code == 404
+    httpx.post(server.url + "/admin/expert_distribution/start", timeout=30)
+    text = httpx.get(server.url + "/metrics", timeout=30).text
+    endpoints = set(re.findall(r'roleserve_requests_total\{[^}]*endpoint="([^"]*)"', text))
+    assert "unmatched" in endpoints and "/admin/expert_distribution/{action}" in endpoints
+    assert not any("nope" in e or "forged" in e for e in endpoints)
+    assert "forged" not in text

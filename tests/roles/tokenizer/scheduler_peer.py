@@ -91,6 +91,7 @@ def front_settings(**overrides) -> FrontSettings:
         metrics_enabled=True,
         log_requests=False,
         request_timeout_s=60.0,
+        max_request_bytes=2**20,
         exports_expert_balancedness=False,
     )
     return FrontSettings(**{**settings, **overrides})

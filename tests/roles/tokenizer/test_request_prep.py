@@ -3,6 +3,8 @@ validated once against SamplingFields, with max_tokens settled against the conte
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from scheduler_peer import FrontWithPeer
 
@@ -44,15 +46,20 @@ def chat(**body) -> ChatCompletionRequest:
     return ChatCompletionRequest(model="smollm2", messages=CHAT, **body)
 
 
+def ids_of(state, prompt):
+    return asyncio.run(prompt_id_lists(state, prompt))
+
+
 def test_prompts_of_every_shape_become_id_lists(state, tokenizer):
     hello = tokenizer.encode("Hello", add_special_tokens=True)
-    assert prompt_id_lists(state, "Hello") == [hello]
-    assert prompt_id_lists(state, ["Hello", "Hello"]) == [hello, hello]
-    assert prompt_id_lists(state, [5, 6, 7]) == [[5, 6, 7]]
-    assert prompt_id_lists(state, [[5], [6, 7]]) == [[5], [6, 7]]
-    with pytest.raises(OpenAIError) as caught:
-        prompt_id_lists(state, [])
-    assert (caught.value.status, caught.value.param) == (400, "prompt")
+    assert ids_of(state, "Hello") == [hello]
+    assert ids_of(state, ["Hello", "Hello"]) == [hello, hello]
+    assert ids_of(state, [5, 6, 7]) == [[5, 6, 7]]
+    assert ids_of(state, [[5], [6, 7]]) == [[5], [6, 7]]
+    for bad in ([], [2**40], [[1], [-1]], "\ud800"):
+        with pytest.raises(OpenAIError) as caught:
+            ids_of(state, bad)
+        assert (caught.value.status, caught.value.param) == (400, "prompt")
 
 
 def test_defaults_come_from_the_one_declaration_and_max_tokens_from_the_settings(state):
