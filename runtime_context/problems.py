@@ -19,6 +19,9 @@ class ConfigProblem:
         return f"{self.where}: {self.key}: {self.message}" if self.key else f"{self.where}: {self.message}"
 
 
+MAX_LISTED = 50  # problems listed by render(); a file of thousands of wrong keys prints a screenful
+
+
 class ConfigError(Exception):
     """Every problem found while reading and validating a configuration."""
 
@@ -27,9 +30,13 @@ class ConfigError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
+        """Every problem, up to MAX_LISTED; beyond that, how many more there are."""
         count = len(self.problems)
         head = f"configuration has {count} problem{'s' if count != 1 else ''}:"
-        return "\n".join([head, *(f"  {p}" for p in self.problems)])
+        lines = [head, *(f"  {p}" for p in self.problems[:MAX_LISTED])]
+        if count > MAX_LISTED:
+            lines.append(f"  ... and {count - MAX_LISTED} more (the first {MAX_LISTED} are listed)")
+        return "\n".join(lines)
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:

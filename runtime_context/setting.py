@@ -5,6 +5,7 @@ The CLI flags, YAML keys, environment names, docs and `serve roles inspect` all 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -83,7 +84,12 @@ class Setting:
         elif self.type is float:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise SettingValueError(f"must be a number; {self._got(value)}")
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:  # an integer beyond any float
+                raise SettingValueError(f"must be a finite number; {self._got(value)}") from None
+            if not math.isfinite(value):
+                raise SettingValueError(f"must be a finite number; {self._got(value)}")
         elif self.type is str:
             if not isinstance(value, str):
                 raise SettingValueError(f"must be a string; {self._got(value)}")

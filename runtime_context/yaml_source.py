@@ -23,14 +23,28 @@ class Assignment:
         return f"Assignment({self.key}={SETTINGS[self.key].masked(self.value)!r} from {self.source})"
 
 
+# Limits of what a config file may be: a config is a few hundred short lines.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_NESTING = 32  # namespaces and values nest a few levels deep
+MAX_NODES = 100_000  # nodes after aliases are followed: an alias bomb is refused, not expanded
+# The tags a config may carry: plain YAML values (the safe loader's own); anything else is refused, not
+# dropped.
+_TAGS = {
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary", "merge")
+}
+
+
 def read_yaml_config(path: str) -> tuple[list[Assignment], list[ConfigProblem]]:
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            text = handle.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return [], [ConfigProblem(path, "", "config file not found")]
     except (OSError, UnicodeDecodeError) as exc:
         return [], [ConfigProblem(path, "", f"cannot read config file: {exc}")]
+    if len(text) > MAX_CONFIG_BYTES:
+        return [], [ConfigProblem(path, "", f"config file is larger than {MAX_CONFIG_BYTES} bytes")]
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
@@ -38,10 +52,15 @@ def read_yaml_config(path: str) -> tuple[list[Assignment], list[ConfigProblem]]:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
         return [], [ConfigProblem(where, "", f"invalid YAML: {_reason(exc)}")]
+    except RecursionError:
+        return [], [ConfigProblem(path, "", f"invalid YAML: nested more than {MAX_NESTING} levels deep")]
     finally:
         loader.dispose()
     if root is None:  # an empty file is an empty config
         return [], []
+    shape_problem = _shape_problem(path, root)
+    if shape_problem is not None:
+        return [], [shape_problem]
     reader = _NodeReader(path, yaml.SafeLoader(""))
     reader.read_namespace_map(root, "")
     return reader.assignments, reader.problems
@@ -57,8 +76,30 @@ class _NodeReader:
     def where(self, node: yaml.Node) -> str:
         return f"{self.path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
 
+    def tag_problem(self, node: yaml.Node, key: str) -> bool:
+        """A tag that is not a plain YAML value anywhere in ``node``: a problem naming the key (True)."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.tag not in _TAGS:
+                self.problems.append(
+                    ConfigProblem(
+                        self.where(current),
+                        key,
+                        f"unsupported YAML tag {current.tag!r}: a config holds plain values",
+                    )
+                )
+                return True
+            if isinstance(current, yaml.SequenceNode):
+                stack.extend(current.value)
+            elif isinstance(current, yaml.MappingNode) and current is not node:
+                stack.extend(child for pair in current.value for child in pair)
+        return False
+
     def read_namespace_map(self, node: yaml.Node, namespace: str) -> None:
         label = f"namespace {namespace}" if namespace else "the top level of a config file"
+        if self.tag_problem(node, namespace):
+            return
         if not isinstance(node, yaml.MappingNode):
             self.problems.append(ConfigProblem(self.where(node), namespace, f"{label} must be a mapping"))
             return
@@ -92,6 +133,8 @@ class _NodeReader:
 
     def read_leaf(self, key: str, node: yaml.Node) -> None:
         setting = SETTINGS[key]
+        if self.tag_problem(node, key):
+            return
         try:
             raw = self.loader.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError) as exc:  # ValueError: e.g. a date like 2001-13-45
@@ -103,6 +146,25 @@ class _NodeReader:
             self.problems.append(ConfigProblem(self.where(node), key, str(exc)))
             return
         self.assignments.append(Assignment(key, value, file_source(self.path, *_line_col(node))))
+
+
+def _shape_problem(path: str, root: yaml.Node) -> ConfigProblem | None:
+    """Too deep, or too many nodes once aliases are followed."""
+    count = 0
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        where = f"{path}:{node.start_mark.line + 1}:{node.start_mark.column + 1}"
+        if count > MAX_NODES:
+            return ConfigProblem(path, "", f"more than {MAX_NODES} values once aliases are expanded")
+        if depth > MAX_NESTING:
+            return ConfigProblem(where, "", f"nested more than {MAX_NESTING} levels deep")
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((child, depth + 1) for pair in node.value for child in pair)
+    return None
 
 
 def _reason(exc: Exception) -> str:
