@@ -85,8 +85,6 @@ class Engine:
             )
         self.config = config
         self.model, self.shape = model_and_shape
-        # Expert parallelism: every rank runs every pass together (one with no tokens runs an idle pass).
-        self.expert_shard = getattr(self.model, "expert_shard", None)
         self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
         num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
         self.kv_cache = KVCache(self.shape, num_pages, config.page_size)
@@ -110,6 +108,12 @@ class Engine:
         self.expert_reporter: BalancednessReporter | None = None
         self.expert_rebalancer = None  # expert_parallel.rebalance.ExpertRebalancer, fed every pass's counts
         self.num_passes = 0
+
+    @property
+    def expert_shard(self):
+        """This expert-parallel rank's ExpertShard (the model's), or None: then every rank runs every pass
+        together, one with no tokens an idle pass."""
+        return getattr(self.model, "expert_shard", None)
 
     def attach_expert_stats(self, recorder: NoopRecorder, reporter: BalancednessReporter | None) -> None:
         """Record routing with `recorder` (the model's MoE layers report to it) and report balancedness."""

@@ -148,8 +148,7 @@ class ExpertRebalancer:
                 modules.append(module)
             moe.experts = nn.ModuleList(modules)
             moe.exchange.placement = new
-        engine.expert_shard = dataclasses.replace(engine.expert_shard, placement=new)
-        engine.model.expert_shard = engine.expert_shard
+        engine.model.expert_shard = dataclasses.replace(engine.expert_shard, placement=new)
         engine.expert_recorder.set_placement(new)
         if engine.expert_reporter is not None:
             engine.expert_reporter.placement = new
