@@ -6,8 +6,8 @@ Per layer, three all-to-alls over the group:
    for each of its own slots, from each rank);
 2. rows: the hidden rows, sorted by slot, so each rank's share is contiguous;
 3. outputs: each received row through its slot's expert, sent back in the order it came.
-The combine then mirrors the single-rank ``run_experts``: outputs weighted and added into their tokens'
-rows slot by slot, in increasing slot order.
+The pairs are sorted and combined by the same code as on one rank (``models.moe.pairs_by_expert``,
+``add_weighted``): outputs weighted and added into their tokens' rows slot by slot, in increasing order.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from torch import nn
 
 from roles.scheduler.expert_parallel.group import ExpertParallelGroup
 from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.models.moe import add_weighted, pairs_by_expert
 
 
 def run_local_experts(rows: torch.Tensor, counts: torch.Tensor, experts: nn.ModuleList) -> torch.Tensor:
@@ -50,23 +51,14 @@ class ExpertExchange:
         -> sum over k of weights[t, k] * expert(slots[t, k])(hidden[t]). T may be 0 (an idle rank still
         serves the other ranks' tokens)."""
         ranks, per_rank = self.group.size, self.placement.slots_per_rank
-        top_k = slots.shape[1]
-        flat = slots.reshape(-1)
-        order = torch.argsort(flat, stable=True)
-        token_rows = order // top_k
-        slot_counts = torch.bincount(flat, minlength=self.placement.num_physical)
+        token_rows, pair_weights, counts = pairs_by_expert(slots, weights, self.placement.num_physical)
+        slot_counts = torch.tensor(counts, dtype=torch.int64)
         received_counts = self.group.exchange_counts(slot_counts).view(ranks, per_rank)
         send_splits = slot_counts.view(ranks, per_rank).sum(1).tolist()
         receive_splits = received_counts.sum(1).tolist()
         received = self.group.exchange_rows(hidden.index_select(0, token_rows), send_splits, receive_splits)
         computed = run_local_experts(received, received_counts, experts)
         returned = self.group.exchange_rows(computed, receive_splits, send_splits)
-        pair_weights = weights.reshape(-1)[order].unsqueeze(-1)
-        out = torch.zeros_like(hidden)
-        start = 0
-        for count in slot_counts.tolist():
-            if count:
-                rows = token_rows[start : start + count]
-                out.index_add_(0, rows, returned[start : start + count] * pair_weights[start : start + count])
-                start += count
-        return out
+        return add_weighted(
+            torch.zeros_like(hidden), token_rows, pair_weights, counts, lambda _, pairs: returned[pairs]
+        )
