@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from serve_harness import ServeProcess
@@ -28,9 +29,24 @@ def metrics(server: ServeProcess) -> dict[str, float]:
     return {name: float(value) for name, value in re.findall(r"^([^#\s]\S*) (\S+)$", text, re.MULTILINE)}
 
 
-def pid_of(server: ServeProcess, role: str) -> int:
+def pid_of(server: ServeProcess, role: str, instance: int | None = None) -> int:
+    """The pid of the role's process (of that instance, when given)."""
     processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
-    return next(p["pid"] for p in processes if p["role"] == role)
+    return next(p["pid"] for p in processes if p["role"] == role and instance in (None, p["instance"]))
+
+
+def greedy_texts_at_once(server: ServeProcess, prompts: list[str], max_tokens: int) -> list[str]:
+    """Every prompt sent at once (so each replica has requests in the same passes); the greedy texts, in
+    prompt order. Each must succeed."""
+
+    def complete(prompt: str) -> str:
+        body = {"model": "tiny", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
+        response = httpx.post(server.url + "/v1/completions", json=body, timeout=120)
+        assert response.status_code == 200, response.text
+        return response.json()["choices"][0]["text"]
+
+    with ThreadPoolExecutor(len(prompts)) as pool:
+        return list(pool.map(complete, prompts))
 
 
 @contextlib.contextmanager

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 from serve_harness import ServeProcess
-from server_probes import DEADLINE_S
+from server_probes import DEADLINE_S, greedy_texts_at_once, pid_of
 
 from conftest import tiny_config
 from tests.moe_checkpoint import write_tiny_mixtral
@@ -36,27 +35,13 @@ def ep_config(model, recordings, ep_size: int, **namespaces) -> dict:
 
 
 def complete_all(server: ServeProcess) -> list[str]:
-    """Every prompt at once, so both ranks have requests in the same passes."""
-
-    def complete(prompt: str) -> str:
-        body = {"model": "tiny", "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0}
-        response = httpx.post(server.url + "/v1/completions", json=body, timeout=120)
-        assert response.status_code == 200, response.text
-        return response.json()["choices"][0]["text"]
-
-    with ThreadPoolExecutor(len(PROMPTS)) as pool:
-        return list(pool.map(complete, PROMPTS))
+    return greedy_texts_at_once(server, PROMPTS, MAX_TOKENS)
 
 
 def admin(server: ServeProcess, action: str) -> dict:
     response = httpx.post(f"{server.url}/admin/expert_distribution/{action}", timeout=60)
     assert response.status_code == 200, response.text
     return response.json()
-
-
-def scheduler_pid(server: ServeProcess, rank: int) -> int:
-    processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
-    return next(p["pid"] for p in processes if p["role"] == "scheduler" and p["instance"] == rank)
 
 
 def test_two_ranks_answer_as_one_and_a_dump_gathers_both(mixtral, tmp_path):
@@ -86,7 +71,7 @@ def stop_a_rank(mixtral, tmp_path, signum: signal.Signals, **launcher) -> tuple[
     (rank 1's pid, the server's output)."""
     config = ep_config(mixtral, tmp_path / "rec", 2, launcher=launcher)
     with ServeProcess(tmp_path / "serve", config) as server:
-        pid = scheduler_pid(server, 1)
+        pid = pid_of(server, "scheduler", 1)
         os.kill(pid, signum)
         assert server.wait_exit(DEADLINE_S) == 1
         return pid, server.output

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from serve_harness import ServeProcess
-from server_probes import metrics, wait_until
+from server_probes import metrics, pid_of, wait_until
 
 from conftest import tiny_config
 from tests.moe_checkpoint import write_tiny_mixtral
@@ -39,8 +39,7 @@ def test_a_killed_rank_comes_back_from_the_backup_and_the_other_keeps_its_reques
     )
     with ServeProcess(tmp_path / "serve", config) as server:
         expected = complete(server, "Hello there", 6).json()["choices"][0]["text"]
-        processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
-        rank1 = next(p["pid"] for p in processes if p["role"] == "scheduler" and p["instance"] == 1)
+        rank1 = pid_of(server, "scheduler", 1)
         with ThreadPoolExecutor(2) as pool:
             # Round robin after one request: one of these runs on each rank. Long ones, so both are in
             # flight when rank 1 dies.

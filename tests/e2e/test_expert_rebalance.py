@@ -4,12 +4,10 @@ through the backup, and every greedy answer stays what it was."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import httpx
 import pytest
 from serve_harness import ServeProcess
-from server_probes import metrics
+from server_probes import greedy_texts_at_once, metrics
 
 from conftest import tiny_config
 from tests.moe_checkpoint import write_tiny_mixtral
@@ -32,14 +30,7 @@ def server(tmp_path_factory):
 
 
 def complete_all(server: ServeProcess) -> list[str]:
-    def complete(prompt: str) -> str:
-        body = {"model": "tiny", "prompt": prompt, "max_tokens": 8, "temperature": 0}
-        response = httpx.post(server.url + "/v1/completions", json=body, timeout=120)
-        assert response.status_code == 200, response.text
-        return response.json()["choices"][0]["text"]
-
-    with ThreadPoolExecutor(len(PROMPTS)) as pool:
-        return list(pool.map(complete, PROMPTS))
+    return greedy_texts_at_once(server, PROMPTS, 8)
 
 
 def test_the_backup_runs_as_a_role_and_the_ranks_map_their_experts_from_it(server):
