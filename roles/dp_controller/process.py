@@ -32,6 +32,7 @@ from roles.protocol import (
     request_decoder,
     result_decoder,
 )
+from roles.sockets import connect_push
 from runtime_context import get_parallel
 
 log = logging.getLogger("roleserve.dp_controller")
@@ -96,13 +97,6 @@ class RestartWatch:
         return [r for r in owned if r in self.reply_to and self.sent_at[r] < report.started_at]
 
 
-def _push(context: zmq.Context, address: str) -> zmq.Socket:
-    push = context.socket(zmq.PUSH)
-    push.setsockopt(zmq.LINGER, 0)
-    push.connect(address)
-    return push
-
-
 def main(link: ChildLink) -> None:
     endpoints, context = link.endpoints, link.zmq_context
     dispatcher = Dispatcher(endpoints.dp_size, get_parallel().load_balance)
@@ -111,8 +105,10 @@ def main(link: ChildLink) -> None:
     incoming.bind(endpoints.dp_requests)
     loads = context.socket(zmq.PULL)
     loads.bind(endpoints.dp_load)
-    replicas = [_push(context, endpoints.scheduler_requests(i)) for i in range(endpoints.dp_size)]
-    tokenizers = [_push(context, endpoints.tokenizer_results(i)) for i in range(endpoints.num_tokenizers)]
+    replicas = [connect_push(context, endpoints.scheduler_requests(i)) for i in range(endpoints.dp_size)]
+    tokenizers = [
+        connect_push(context, endpoints.tokenizer_results(i)) for i in range(endpoints.num_tokenizers)
+    ]
     poller = zmq.Poller()
     for socket in (incoming, loads, link.control):
         poller.register(socket, zmq.POLLIN)

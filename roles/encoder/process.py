@@ -15,6 +15,7 @@ from roles.child_process import ChildLink
 from roles.encoder.batcher import EmbeddingBatcher, PendingEmbedding
 from roles.encoder.encoder_model import EncoderModel, InputTooLong
 from roles.protocol import EmbedRequest, EmbedResult, EncoderInfo, FrameCounter, embed_decoder, encode
+from roles.sockets import connect_push
 from runtime_context import get_encoder, get_exec
 
 log = logging.getLogger("roleserve.encoder")
@@ -28,12 +29,9 @@ class EncoderServer:
         endpoints, context = link.endpoints, link.zmq_context
         self.requests = context.socket(zmq.PULL)
         self.requests.bind(endpoints.encoder_requests(link.spec.instance))
-        self.replies = []
-        for index in range(endpoints.num_tokenizers):
-            push = context.socket(zmq.PUSH)
-            push.setsockopt(zmq.LINGER, 0)
-            push.connect(endpoints.tokenizer_embeddings(index))
-            self.replies.append(push)
+        self.replies = [
+            connect_push(context, endpoints.tokenizer_embeddings(i)) for i in range(endpoints.num_tokenizers)
+        ]
         self.poller = zmq.Poller()
         self.poller.register(self.requests, zmq.POLLIN)
         self.poller.register(link.control, zmq.POLLIN)

@@ -40,6 +40,7 @@ from roles.scheduler.expert_stats.from_settings import (
 )
 from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.model_sources import model_from_sources
+from roles.sockets import connect_push
 from runtime_context import get_parallel
 
 log = logging.getLogger("roleserve.scheduler")
@@ -58,18 +59,12 @@ class SchedulerServer:
         endpoints, context = link.endpoints, link.zmq_context
         self.requests = context.socket(zmq.PULL)
         self.requests.bind(endpoints.scheduler_requests(link.spec.instance))
-        self.results = []
-        for index in range(endpoints.num_tokenizers):
-            push = context.socket(zmq.PUSH)
-            push.setsockopt(zmq.LINGER, 0)
-            push.connect(endpoints.tokenizer_results(index))
-            self.results.append(push)
+        self.results = [
+            connect_push(context, endpoints.tokenizer_results(i)) for i in range(endpoints.num_tokenizers)
+        ]
         self.load_readers = list(self.results)  # every tokenizer shows the load on /metrics
-        if endpoints.dp_size > 1:
-            dp_load = context.socket(zmq.PUSH)
-            dp_load.setsockopt(zmq.LINGER, 0)
-            dp_load.connect(endpoints.dp_load)
-            self.load_readers.append(dp_load)  # the dp_controller forgets finished requests
+        if endpoints.dp_size > 1:  # the dp_controller forgets finished requests
+            self.load_readers.append(connect_push(context, endpoints.dp_load))
         self.poller = zmq.Poller()
         self.poller.register(self.requests, zmq.POLLIN)
         self.poller.register(link.control, zmq.POLLIN)
