@@ -1,7 +1,7 @@
 """The scheduler loop of an expert-parallel rank: the ranks turn together.
 
 Each turn starts with a tick: every rank says whether it has requests, whether it was told to shut down,
-and how many recording commands it has received. Then, the same on every rank:
+and the highest command number it has received. Then, the same on every rank:
 - one asked to stop: all stop;
 - recording and rebalance commands that every rank has received run now, in the dp_controller's order
   (it numbers each and sends it to every rank), so a dump gathers the same passes everywhere and a

@@ -31,7 +31,7 @@ class Tick:
 
     any_work: bool  # some rank has requests: every rank runs one pass (an idle one with an empty batch)
     any_stopping: bool  # some rank was told to shut down: all stop together
-    agreed_commands: int  # commands every rank has received: those run now, in the same order everywhere
+    agreed_commands: int  # the highest command number every rank has received: up to it, commands run now
 
 
 class ExpertParallelGroup:
@@ -41,7 +41,7 @@ class ExpertParallelGroup:
         self.rank, self.size, self.timeout_s = rank, size, timeout_s
         self.rendezvous = rendezvous
         self.board = ProgressBoard(progress, size, rank)
-        self.incarnation = self.board.start_incarnation()  # > 1: this process replaces a dead one
+        self.board.start_incarnation()  # a restarted rank's process is its next incarnation
         self.generation = 0
 
     def join(self, on_wait: Callable[[], None] | None = None) -> None:
