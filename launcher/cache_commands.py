@@ -14,10 +14,10 @@ from roles.shared_weights.persistent_daemon import daemon_address, is_running
 
 def cache_ls() -> int:
     context = zmq.Context.instance()
-    if not is_running(context):
-        print("no persistent weight_cache_daemon is running (weight_cache.persist: true starts one)")
-        return 0
     try:
+        if not is_running(context):
+            print("no persistent weight_cache_daemon is running (weight_cache.persist: true starts one)")
+            return 0
         answer = ask(context, daemon_address(), ListEntries(), timeout_s=10)
     except WeightCacheUnavailable as error:
         print(f"serve cache ls: {error}", file=sys.stderr)
@@ -39,10 +39,10 @@ def cache_ls() -> int:
 
 def cache_drop(key: str | None, stop: bool) -> int:
     context = zmq.Context.instance()
-    if not is_running(context):
-        print("no persistent weight_cache_daemon is running")
-        return 0
     try:
+        if not is_running(context):
+            print("no persistent weight_cache_daemon is running")
+            return 0
         answer = ask(context, daemon_address(), DropEntries(key, stop), timeout_s=10)
     except WeightCacheUnavailable as error:
         print(f"serve cache drop: {error}", file=sys.stderr)

@@ -28,6 +28,7 @@ from roles.protocol import (
     control_decoder,
     encode,
 )
+from roles.shared_weights.client import WeightCacheUnavailable
 from runtime_context import (
     EXIT_CONFIG_ERROR,
     ConfigError,
@@ -50,14 +51,14 @@ class Supervisor:
     def __init__(self, resolved: ResolvedConfig):
         self.resolved = resolved
         self.settings = get_launcher()
-        self.runtime_dir = make_runtime_dir(self.settings.runtime_dir)
         persistent = None
         cache = get_weight_cache()
-        if cache.enabled and cache.persist:
+        if cache.enabled and cache.persist:  # before the runtime dir: a refusal here leaves nothing behind
             from roles.weight_cache.persistent import ensure_daemon
 
             daemon_record = resolved.for_projection(ROLES.named("weight_cache_daemon").projection)
             persistent = ensure_daemon(daemon_record.to_wire(), timeout_s=self.settings.startup_timeout_s)
+        self.runtime_dir = make_runtime_dir(self.settings.runtime_dir)
         self.endpoints = endpoints_for(self.runtime_dir, persistent)
         self.zmq_context = zmq.Context()
         self.control = self.zmq_context.socket(zmq.ROUTER)
@@ -217,7 +218,11 @@ def run_server(resolved: ResolvedConfig) -> int:
     if taken is not None:
         print(ConfigError([taken]).render(), file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    supervisor = Supervisor(resolved)
+    try:
+        supervisor = Supervisor(resolved)
+    except WeightCacheUnavailable as error:  # weight_cache.persist: the daemon's dir or start failed
+        print(f"roleserve: weight_cache.persist: {error}", file=sys.stderr)
+        return 1
 
     def on_signal(signum, frame) -> None:
         supervisor.stop_reason = signal.Signals(signum).name

@@ -2,7 +2,8 @@
 
     <run dir>/weight-cache/daemon.lock   flock held by the live daemon for its whole life
     <run dir>/weight-cache/daemon.sock   its ipc socket
-The run dir is $XDG_RUNTIME_DIR/roleserve or /tmp/roleserve-<uid>, created 0700.
+The run dir is $XDG_RUNTIME_DIR/roleserve or <temp dir>/roleserve-<uid>: made, or accepted only when private to
+this user, by roles/shared_weights/private_dir.py.
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ import zmq
 
 from roles.shared_weights.client import WeightCacheUnavailable, ask
 from roles.shared_weights.messages import Ping, Pong
+from roles.shared_weights.private_dir import ensure_private_dir, open_private_file, private_run_dir
 
 
 def cache_dir() -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    root = os.path.join(base, "roleserve") if base else f"/tmp/roleserve-{os.getuid()}"
-    path = os.path.join(root, "weight-cache")
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    os.chmod(root, 0o700)
-    os.chmod(path, 0o700)
-    return path
+    return ensure_private_dir(os.path.join(private_run_dir(), "weight-cache"))
+
+
+def open_lock() -> int:
+    """The daemon lock file's descriptor (created 0600, never through a symlink)."""
+    return open_private_file(lock_path(), os.O_WRONLY | os.O_APPEND)
 
 
 def lock_path() -> str:
@@ -39,13 +40,15 @@ def daemon_address() -> str:
 
 
 def is_running(context: zmq.Context) -> bool:
+    descriptor = open_lock()
     try:
-        with open(lock_path(), "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False  # nobody holds it
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+        return False  # nobody holds it
     except BlockingIOError:
         pass
+    finally:
+        os.close(descriptor)
     try:
         return isinstance(ask(context, daemon_address(), Ping(), timeout_s=5), Pong)
     except WeightCacheUnavailable:

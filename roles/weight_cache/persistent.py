@@ -20,9 +20,10 @@ from roles.shared_weights.persistent_daemon import (
     cache_dir,
     daemon_address,
     is_running,
-    lock_path,
+    open_lock,
     socket_path,
 )
+from roles.shared_weights.private_dir import open_private_file
 
 SEGMENT_PREFIX = "roleserve-wcp-"
 
@@ -33,7 +34,7 @@ def ensure_daemon(wire: dict, timeout_s: float) -> str:
     if is_running(context):
         return daemon_address()
     log_path = os.path.join(cache_dir(), "daemon.log")
-    with open(log_path, "ab") as log_file:
+    with os.fdopen(open_private_file(log_path, os.O_WRONLY | os.O_APPEND), "ab") as log_file:
         process = subprocess.Popen(
             [sys.executable, "-m", "roles.weight_cache.persistent"],
             stdin=subprocess.PIPE,
@@ -73,7 +74,7 @@ def run_persistent() -> None:
     from roles.shared_weights.daemon import SharedWeightsDaemon, bind_router, run
     from roles.shared_weights.store import WeightStore
 
-    lock = open(lock_path(), "a")  # noqa: SIM115 (held for the process's life)
+    lock = open_lock()  # held for the process's life
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
