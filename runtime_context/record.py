@@ -3,13 +3,21 @@
 Resolution happens once, in the launcher; children receive this record and never re-resolve. A child
 receives only its role's projection of the record: the other leaves travel as digests, so the child can
 still prove the fingerprint without seeing their values (secrets above all).
+
+A secret enters the fingerprint only as whether it is set: the fingerprint is public (inspect, /roles, logs), so
+nothing in it may be derived from a secret's value (an unsalted hash of a weak key is reversed offline). The values
+are compared another way: the record carries a keyed digest of its secret values under a random key made at
+resolution, and both travel only on the spawn pipe, so a child proves it holds the launcher's secrets without
+anything about them being published, and two runs with the same key share nothing that identifies it.
 Code outside runtime_context reads configuration through role bags, never through `raw_value`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -31,15 +39,17 @@ class LeafWithheld(KeyError):
 
 
 class ResolvedConfig:
-    __slots__ = ("_values", "_sources", "_withheld", "_fingerprint")
+    __slots__ = ("_values", "_sources", "_withheld", "_fingerprint", "_secrets_key")
 
     def __init__(
         self,
         values: Mapping[str, Any],
         sources: Mapping[str, Source],
         withheld: Mapping[str, str] | None = None,
+        secrets_key: bytes | None = None,
     ):
-        """`withheld` maps each leaf left out of `values` to its digest (a child's projected record)."""
+        """`withheld` maps each leaf left out of `values` to its digest (a child's projected record).
+        `secrets_key` keys the digest of the secret values (a new random one for a newly resolved record)."""
         withheld = dict(withheld or {})
         missing = set(SETTINGS) - set(values) - set(withheld)
         unknown = (set(values) | set(withheld)) - set(SETTINGS)
@@ -55,6 +65,7 @@ class ResolvedConfig:
         object.__setattr__(self, "_sources", MappingProxyType({key: sources[key] for key in ordered}))
         object.__setattr__(self, "_withheld", MappingProxyType(withheld))
         object.__setattr__(self, "_fingerprint", _fingerprint(digests))
+        object.__setattr__(self, "_secrets_key", secrets_key or os.urandom(32))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("ResolvedConfig is immutable; use get_context().override(...) in a process")
@@ -106,7 +117,7 @@ class ResolvedConfig:
         kept = {key: value for key, value in self._values.items() if key in ALWAYS_SENT or keep(key)}
         withheld = dict(self._withheld)
         withheld.update({key: leaf_digest(key, v) for key, v in self._values.items() if key not in kept})
-        record = ResolvedConfig(kept, self._sources, withheld)
+        record = ResolvedConfig(kept, self._sources, withheld, self._secrets_key)
         assert record.fingerprint == self._fingerprint
         return record
 
@@ -121,20 +132,31 @@ class ResolvedConfig:
             "sources": {k: str(s) for k, s in self._sources.items()},
             "withheld": dict(self._withheld),
             "fingerprint": self._fingerprint,
+            "secrets": {"key": self._secrets_key.hex(), "digest": self.secrets_digest()},
         }
+
+    def secrets_digest(self) -> str:
+        """Keyed digest of the secret values this record carries: compared on the spawn pipe, never published."""
+        carried = {key: plain(v) for key, v in self._values.items() if SETTINGS[key].secret}
+        message = json.dumps(carried, sort_keys=True, ensure_ascii=True).encode()
+        return hmac.new(self._secrets_key, message, hashlib.sha256).hexdigest()
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ResolvedConfig:
+        secrets = data["secrets"]
         record = cls(
             data["values"],
             {k: Source.parse(s) for k, s in data["sources"].items()},
             data.get("withheld") or {},
+            bytes.fromhex(secrets["key"]),
         )
         if record.fingerprint != data["fingerprint"]:
             raise ValueError(
                 f"config record fingerprint mismatch: sent {data['fingerprint'][:12]}, "
                 f"rebuilt {record.fingerprint[:12]}"
             )
+        if not hmac.compare_digest(record.secrets_digest(), secrets["digest"]):
+            raise ValueError("config record secrets mismatch: the secret values differ from the ones sent")
         return record
 
     def __eq__(self, other: object) -> bool:
@@ -168,10 +190,13 @@ def projection_keeper(projection: Iterable[str], mode: str) -> Callable[[str], b
     return keep
 
 
+SECRET_SET = "(secret set)"
+
+
 def canonical_value(key: str, value: Any) -> str:
-    """One leaf's canonical JSON: a secret appears only as the sha256 of its value."""
+    """One leaf's canonical JSON: a secret appears only as whether it is set, never as anything of its value."""
     if SETTINGS[key].secret and value is not None:
-        value = "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()
+        value = SECRET_SET
     return json.dumps(plain(value), sort_keys=True, ensure_ascii=True)
 
 
