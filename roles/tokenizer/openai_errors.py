@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-_TYPES = {
+ErrorType = Literal["invalid_request_error", "rate_limit_error", "server_error"]
+
+_TYPES: dict[int, ErrorType] = {
     400: "invalid_request_error",
     401: "invalid_request_error",
     404: "invalid_request_error",
+    405: "invalid_request_error",
     413: "invalid_request_error",
     429: "rate_limit_error",
     503: "server_error",
@@ -36,15 +41,24 @@ class OpenAIError(Exception):
         self.retry_after_s = retry_after_s
 
 
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: ErrorType  # by status: server_error unless listed in _TYPES
+    param: str | None  # the request field at fault, when one is
+    code: str | None  # machine-readable: model_not_found, invalid_value, server_overloaded, ...
+
+
+class OpenAIErrorBody(BaseModel):
+    """The body of every error answer (and of a stream's error event); the OpenAPI spec declares it."""
+
+    error: OpenAIErrorDetail
+
+
 def error_body(status: int, message: str, param: str | None = None, code: str | None = None) -> dict:
-    return {
-        "error": {
-            "message": message,
-            "type": _TYPES.get(status, "server_error"),
-            "param": param,
-            "code": code,
-        }
-    }
+    detail = OpenAIErrorDetail(
+        message=message, type=_TYPES.get(status, "server_error"), param=param, code=code
+    )
+    return OpenAIErrorBody(error=detail).model_dump()
 
 
 def error_response(error: OpenAIError) -> JSONResponse:
@@ -75,4 +89,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse(error_body(error.status_code, str(error.detail)), error.status_code)
+        # The router's own answers: 404 for an unknown path, 405 with the route's methods in Allow.
+        body = error_body(error.status_code, str(error.detail))
+        return JSONResponse(body, error.status_code, headers=error.headers)
