@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from roles.tokenizer import openapi_responses as declared
 from roles.tokenizer.balancedness_metrics import balancedness_lines, rebalance_lines
 from roles.tokenizer.chat import create_chat_completion
 from roles.tokenizer.completions import create_completion
@@ -23,6 +24,7 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
     app = FastAPI(title="roleserve", docs_url=None, redoc_url=None)
     app.state.front = state
     install_error_handlers(app)
+    declared.drop_validation_422(app)
     if cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"], allow_headers=["*"]
@@ -30,21 +32,21 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
 
     app.add_middleware(HTTPGuard, state=state, router=app.router)
 
-    @app.post("/v1/completions")
+    @app.post("/v1/completions", responses=declared.GENERATION)
     async def completions(body: CompletionRequest, request: Request):
         return await create_completion(state, request, body)
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", responses=declared.GENERATION)
     async def chat_completions(body: ChatCompletionRequest, request: Request):
         return await create_chat_completion(state, request, body)
 
-    @app.post("/v1/embeddings")
+    @app.post("/v1/embeddings", responses=declared.EMBEDDINGS)
     async def embeddings(body: EmbeddingRequest):
         if state.is_draining:
             raise OpenAIError(503, "the server is shutting down", code="server_shutting_down")
         return await create_embeddings(state.embed_client, body)
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses=declared.MODELS)
     async def models():
         model = {
             "id": state.settings.served_name,
@@ -68,13 +70,14 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
             )
         return {"object": "list", "data": data}
 
-    @app.get("/health")
+    @app.get("/health", responses=declared.HEALTH)
     async def health():
         if state.is_draining:
             return JSONResponse({"status": "draining"}, 503)
         return {"status": "ok"}
 
-    @app.get("/metrics")
+    # The bare Response class: FastAPI then declares no JSON 200 and files the errors under application/json.
+    @app.get("/metrics", response_class=Response, responses=declared.METRICS)
     async def metrics():
         if not state.settings.metrics_enabled:
             raise OpenAIError(404, "metrics are disabled (observability.metrics: false)")
@@ -90,15 +93,15 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
         text += rebalance_lines(state.client.scheduler_load)
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
-    @app.post("/admin/expert_distribution/{action}")
+    @app.post("/admin/expert_distribution/{action}", responses=declared.EXPERT_DISTRIBUTION)
     async def expert_distribution(action: str):
         return await control_expert_recording(state, action)
 
-    @app.post("/admin/eplb/rebalance")
+    @app.post("/admin/eplb/rebalance", responses=declared.REBALANCE)
     async def eplb_rebalance():
         return await rebalance_experts(state)
 
-    @app.get("/roles")
+    @app.get("/roles", responses=declared.ROLES)
     async def roles():
         if state.inspect is None:
             raise OpenAIError(503, "live inspect is not available")

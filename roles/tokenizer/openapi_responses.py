@@ -1,0 +1,151 @@
+"""What each route answers, as /openapi.json declares it: besides its success, every error it gives, in the
+OpenAI shape (OpenAIErrorBody) with the headers some carry; /metrics in text/plain and a completion asked
+with stream: true as server-sent events.
+
+A request that fails validation is a 400 (openai_errors), never FastAPI's 422: ``drop_validation_422``
+takes FastAPI's own 422 declaration out of the spec. A client that goes away gets nothing, so the 499 the
+server counts then is not declared either.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from roles.tokenizer.openai_errors import OpenAIErrorBody
+
+
+def _error(description: str, headers: dict | None = None) -> dict:
+    declared: dict = {"model": OpenAIErrorBody, "description": description}
+    if headers:
+        declared["headers"] = headers
+    return declared
+
+
+def _by_status(*parts: dict) -> dict[int, dict]:
+    merged = {status: declared for part in parts for status, declared in part.items()}
+    return dict(sorted(merged.items()))
+
+
+_WWW_AUTHENTICATE = {
+    "WWW-Authenticate": {"required": True, "description": "the scheme to use", "schema": {"const": "Bearer"}}
+}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "whole seconds to wait before retrying; sent with server_overloaded",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}
+
+# The HTTP guard (http_guard.py) answers before any route.
+_TOO_LARGE = {413: _error("the body is larger than http.max_request_bytes (request_too_large)")}
+_GUARDED = {
+    401: _error("the API key is missing or wrong (only with http.api_key set)", _WWW_AUTHENTICATE),
+    **_TOO_LARGE,
+}
+
+# A completion's envelope (response_flow.FlowSpec.envelope): the whole one, or one chunk of a stream.
+_ENVELOPE = ["id", "object", "created", "model", "choices"]
+_COMPLETION = {"type": "object", "required": [*_ENVELOPE, "usage"]}
+_CHUNK = {"type": "object", "required": _ENVELOPE}
+_ERROR_REF = {"$ref": "#/components/schemas/OpenAIErrorBody"}
+
+# One event of a stream: a chunk (or, when generation fails midway, an error body) as JSON; [DONE] last.
+_SSE_EVENT = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {
+            "anyOf": [
+                {"const": "[DONE]"},
+                {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"anyOf": [_CHUNK, _ERROR_REF]},
+                },
+            ]
+        },
+    },
+}
+
+GENERATION = _by_status(
+    {
+        200: {
+            "description": "the completion; with stream: true its chunks as server-sent events",
+            "content": {
+                "application/json": {"schema": _COMPLETION},
+                "text/event-stream": {"schema": _SSE_EVENT},
+            },
+        },
+        400: _error(
+            "an invalid request: a field, a sampling option, the prompt, the messages or the context length"
+        ),
+        404: _error("the model is not the one served (model_not_found)"),
+        503: _error(
+            "at capacity (server_overloaded, with Retry-After), shutting down, timed out or the scheduler restarted",
+            _RETRY_AFTER,
+        ),
+    },
+    _GUARDED,
+)
+
+EMBEDDINGS = _by_status(
+    {
+        400: _error("an invalid request: a field, empty input, more dimensions than the model has"),
+        404: _error("embeddings are not served, or the model is not the encoder's (model_not_found)"),
+        503: _error("the server is shutting down (server_shutting_down)"),
+    },
+    _GUARDED,
+)
+
+MODELS = _GUARDED
+
+HEALTH = _by_status(
+    {
+        503: {
+            "description": "the server is draining",
+            "content": {"application/json": {"schema": {"type": "object", "required": ["status"]}}},
+        }
+    },
+    _TOO_LARGE,
+)
+
+METRICS = _by_status(
+    {
+        200: {
+            "description": "the Prometheus text exposition format",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        },
+        404: _error("metrics are disabled (observability.metrics: false)"),
+    },
+    _GUARDED,
+)
+
+_EXPERT_COMMAND = _by_status(
+    {
+        409: _error("the model or configuration does not allow it (expert_*_unavailable)"),
+        504: _error("a scheduler did not answer in time"),
+    },
+    _GUARDED,
+)
+EXPERT_DISTRIBUTION = _by_status({404: _error("the action is not start, stop or dump")}, _EXPERT_COMMAND)
+REBALANCE = _EXPERT_COMMAND
+
+ROLES = _by_status({503: _error("live inspect is not available")}, _GUARDED)
+
+
+def drop_validation_422(app: FastAPI) -> None:
+    """The spec without the 422 FastAPI declares on every route that takes a body or a parameter."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            spec = build()  # also kept as app.openapi_schema, which this edits in place
+            for operations in spec["paths"].values():
+                for operation in operations.values():
+                    operation["responses"].pop("422", None)
+            schemas = spec.get("components", {}).get("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+        return app.openapi_schema
+
+    app.openapi = openapi
