@@ -24,6 +24,7 @@ from roles.protocol import (
     InspectQuery,
     InspectReply,
     Ready,
+    RoleHealth,
     Shutdown,
     control_decoder,
     encode,
@@ -69,6 +70,7 @@ class Supervisor:
         self.frames = FrameCounter()
         self.ready: dict[str, Ready] = {}
         self.last_heard: dict[str, float] = {}  # child name -> monotonic time of its latest control message
+        self.health_sent: list[str] | None = None  # the RoleHealth the fronts were last sent
         self.stop_reason: str | None = None
 
     # -- control channel ----------------------------------------------------------------------------
@@ -104,6 +106,8 @@ class Supervisor:
         self.ready[name] = message
         self.last_heard[name] = time.monotonic()
         log.info("%s ready (pid %d)", name, message.pid)
+        if message.role == "tokenizer":
+            self.health_sent = None  # a new front starts unhealthy until told
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self, specs: list[ChildSpec]) -> None:
@@ -134,10 +138,13 @@ class Supervisor:
                 )
                 next_progress = now + 5
             self.poll_control(100)
+            self.report_health()
+        self.report_health()
 
     def supervise(self) -> int:
         while self.stop_reason is None:
             self.poll_control(100)
+            self.report_health()
             for spec, process in self.children.exited():
                 if not self.on_failure(
                     spec, f"{spec.name} (pid {process.pid}) {describe_exit(process.exitcode)}"
@@ -154,6 +161,42 @@ class Supervisor:
                 if not self.on_failure(spec, what):
                     return 1
         return 0
+
+    def unavailable(self) -> list[str]:
+        """The children requests wait on that are down (not ready) or late (silent past launcher.late_after_s)."""
+        now, late_after = time.monotonic(), self.settings.late_after_s
+        names = []
+        for spec, _ in self.children.by_name.values():
+            if not spec.serves_requests:
+                continue
+            if spec.name not in self.ready:
+                names.append(f"{spec.name} (down)")
+            elif now - self.last_heard.get(spec.name, now) > late_after:
+                names.append(f"{spec.name} (late)")
+        return names
+
+    def report_health(self) -> None:
+        """Tell every front when the set of unavailable children changes (and a front that just started)."""
+        unavailable = self.unavailable()
+        if unavailable == self.health_sent:
+            return
+        if self.health_sent is not None:
+            was = set(self.health_sent)
+            for name in unavailable:
+                if name not in was and name.endswith("(late)"):
+                    log.warning(
+                        "%s sent no heartbeat for %g s (launcher.late_after_s): /health answers 503 until it "
+                        "is heard again",
+                        name.removesuffix(" (late)"),
+                        self.settings.late_after_s,
+                    )
+            for name in self.health_sent:
+                if name not in unavailable and name.endswith("(late)"):
+                    log.warning("%s is heard again", name.removesuffix(" (late)"))
+        for spec, _ in self.children.alive("tokenizer"):
+            if spec.name in self.ready:
+                self.send(spec, RoleHealth(unavailable))
+        self.health_sent = unavailable
 
     def hung(self) -> list[tuple[ChildSpec, BaseProcess, float]]:
         """The ready children silent for longer than launcher.heartbeat_timeout_s, with how long they were."""

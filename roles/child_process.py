@@ -44,6 +44,7 @@ class ChildSpec:
     instance: int
     entry: str  # "package.module:function", called with a ChildLink
     projection: frozenset[str]  # the namespaces the role declares: what it publishes and receives
+    serves_requests: bool = False  # requests wait on it (RoleDescription.serves_requests)
 
     @property
     def name(self) -> str:

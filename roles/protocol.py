@@ -47,6 +47,13 @@ class Shutdown(msgspec.Struct, tag=True):
     drain_timeout_s: float = 0.0  # how long in-flight requests may finish (launcher.shutdown_timeout_s)
 
 
+class RoleHealth(msgspec.Struct, tag=True):
+    """Launcher -> HTTP fronts, whenever it changes: the children requests wait on that are late or down
+    (empty: all heard from in time). /health answers 503 while any is."""
+
+    unavailable: list[str]  # "scheduler[0] (late)", "dp_controller[0] (down)"
+
+
 # Token ids and counts fit 32 bits; bounding them keeps every value msgpack can carry and torch can index.
 _INT32_MAX = 2**31 - 1
 
@@ -227,7 +234,7 @@ class EncoderInfo(msgspec.Struct, tag=True):
     max_input_tokens: int
 
 
-ControlMsg = Ready | Heartbeat | InspectQuery | InspectReply | Shutdown
+ControlMsg = Ready | Heartbeat | InspectQuery | InspectReply | Shutdown | RoleHealth
 RequestMsg = Generate | Abort | ExpertCommand
 ResultMsg = TokenBatch | Overloaded | LoadReport | ExpertCommandReply
 EmbedChannelMsg = EmbedRequest | EmbedResult | EncoderInfo

@@ -18,6 +18,7 @@ class RoleDescription:
     entry: str | None  # "package.module:function" run in a spawned child; None for the launcher itself
     summary: str  # one line: what the role does (inspect, README)
     collector: str | None  # "package.module:Class" of its metrics collector, if it has one
+    serves_requests: bool  # requests wait on it: while it is late or down, /health answers 503
 
     def __init__(
         self,
@@ -26,9 +27,11 @@ class RoleDescription:
         entry: str | None,
         summary: str,
         collector: str | None = None,
+        serves_requests: bool = False,
     ):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "projection", check_projection(name, projection))
         object.__setattr__(self, "entry", entry)
         object.__setattr__(self, "summary", summary)
         object.__setattr__(self, "collector", collector)
+        object.__setattr__(self, "serves_requests", serves_requests)

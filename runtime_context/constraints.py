@@ -55,6 +55,14 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         ),
     ),
     Constraint(
+        ("launcher.late_after_s", "launcher.heartbeat_timeout_s"),
+        lambda v: v["launcher.late_after_s"] < v["launcher.heartbeat_timeout_s"],
+        lambda v: (
+            f"must be shorter than launcher.heartbeat_timeout_s={v['launcher.heartbeat_timeout_s']:g}: a late "
+            f"role is one not yet taken for hung; got {v['launcher.late_after_s']:g}"
+        ),
+    ),
+    Constraint(
         ("weight_cache.persist", "weight_cache.enabled"),
         lambda v: not v["weight_cache.persist"] or v["weight_cache.enabled"],
         lambda v: "true needs weight_cache.enabled: true",

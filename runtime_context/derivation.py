@@ -48,7 +48,16 @@ THREADS_FROM_CPUS = DerivationRule(
     compute=lambda values: max(1, available_cpus() // scheduler_replicas(values)),
 )
 
-BUILTIN_RULES: tuple[DerivationRule, ...] = (THREADS_FROM_CPUS,)
+# A heartbeat is sent every 0.25 s: silence of a few seconds is already news, well before a hang is declared.
+LATE_FROM_HEARTBEAT = DerivationRule(
+    name="late_before_hung",
+    target="launcher.late_after_s",
+    inputs=("launcher.late_after_s=0", "launcher.heartbeat_timeout_s"),
+    applies=lambda values: values["launcher.late_after_s"] == 0,
+    compute=lambda values: min(3.0, values["launcher.heartbeat_timeout_s"] / 2),
+)
+
+BUILTIN_RULES: tuple[DerivationRule, ...] = (THREADS_FROM_CPUS, LATE_FROM_HEARTBEAT)
 
 
 def problem_from_failure(failure: DerivationFailed, where: str) -> ConfigProblem:

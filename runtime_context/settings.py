@@ -380,6 +380,15 @@ _declare(
 )
 _declare(
     "launcher",
+    "late_after_s",
+    float,
+    0.0,
+    "A role that requests wait on (scheduler, dp_controller, encoder) silent this long is late: /health answers "
+    "503 naming it until it is heard again. 0 derives min(3 s, heartbeat_timeout_s / 2).",
+    minimum=0,
+)
+_declare(
+    "launcher",
     "runtime_dir",
     str,
     None,

@@ -7,4 +7,5 @@ ROLE = RoleDescription(
     ("parallel", "observability"),
     "roles.dp_controller.process:main",
     "dispatches requests to scheduler replicas: round_robin or shortest_queue",
+    serves_requests=True,
 )

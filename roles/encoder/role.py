@@ -7,4 +7,5 @@ ROLE = RoleDescription(
     ("encoder", "exec", "observability"),
     "roles.encoder.process:main",
     "embedding model for /v1/embeddings",
+    serves_requests=True,
 )

@@ -18,4 +18,5 @@ ROLE = RoleDescription(
     "roles.scheduler.process:main",
     "continuous batching, paged KV cache with prefix reuse, chunked prefill, model runner, sampling; "
     "with parallel.ep_size > 1 one expert-parallel rank",
+    serves_requests=True,
 )

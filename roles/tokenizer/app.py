@@ -16,6 +16,7 @@ from roles.tokenizer.embeddings import EmbeddingRequest, create_embeddings
 from roles.tokenizer.expert_recording import control_expert_recording, rebalance_experts
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.http_guard import HTTPGuard
+from roles.tokenizer.internal_errors import install_internal_error_handler
 from roles.tokenizer.openai_errors import OpenAIError, install_error_handlers
 from roles.tokenizer.schemas import ChatCompletionRequest, CompletionRequest
 
@@ -24,6 +25,7 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
     app = FastAPI(title="roleserve", docs_url=None, redoc_url=None)
     app.state.front = state
     install_error_handlers(app)
+    install_internal_error_handler(app)
     declared.drop_validation_422(app)
     if cors_origins:
         app.add_middleware(
@@ -74,6 +76,8 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
     async def health():
         if state.is_draining:
             return JSONResponse({"status": "draining"}, 503)
+        if state.unavailable:  # a role requests wait on is late or down, or the server is starting
+            return JSONResponse({"status": "unavailable", "unavailable": state.unavailable}, 503)
         return {"status": "ok"}
 
     # The bare Response class: FastAPI then declares no JSON 200 and files the errors under application/json.

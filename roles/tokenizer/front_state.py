@@ -3,7 +3,7 @@ tokenizer, the engine client, metrics and the draining flag."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from roles.tokenizer.embed_client import EmbedClient
 from roles.tokenizer.engine_client import EngineClient
@@ -45,6 +45,9 @@ class FrontSettings:
         )
 
 
+STARTING = "the server is starting"  # a front's state until the launcher first reports on the other roles
+
+
 @dataclass
 class FrontState:
     settings: FrontSettings
@@ -54,5 +57,7 @@ class FrontState:
     embed_client: EmbedClient | None = None  # None when no encoder role runs
     inspect: object = None  # async callable returning the live inspect entries of every process
     is_draining: bool = False
+    # The roles requests wait on that the launcher reports late or down (RoleHealth): /health answers 503.
+    unavailable: list[str] = field(default_factory=list)
     num_active_http: int = 0
     created: int = 0

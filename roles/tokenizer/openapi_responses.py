@@ -102,8 +102,19 @@ MODELS = _GUARDED
 HEALTH = _by_status(
     {
         503: {
-            "description": "the server is draining",
-            "content": {"application/json": {"schema": {"type": "object", "required": ["status"]}}},
+            "description": "draining, starting, or a role requests wait on is late or down (named)",
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["status"],
+                        "properties": {
+                            "status": {"type": "string", "enum": ["draining", "unavailable"]},
+                            "unavailable": {"type": "array", "items": {"type": "string"}},
+                        },
+                    }
+                }
+            },
         }
     },
     _TOO_LARGE,

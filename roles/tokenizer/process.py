@@ -16,11 +16,19 @@ import zmq
 import zmq.asyncio
 
 from roles.child_process import HEARTBEAT_EVERY_S, ChildLink
-from roles.protocol import Heartbeat, InspectQuery, InspectReply, Shutdown, control_decoder, encode
+from roles.protocol import (
+    Heartbeat,
+    InspectQuery,
+    InspectReply,
+    RoleHealth,
+    Shutdown,
+    control_decoder,
+    encode,
+)
 from roles.tokenizer.app import create_app
 from roles.tokenizer.embed_client import EmbedClient
 from roles.tokenizer.engine_client import EngineClient
-from roles.tokenizer.front_state import FrontSettings, FrontState
+from roles.tokenizer.front_state import STARTING, FrontSettings, FrontState
 from roles.tokenizer.metrics import ServingMetrics
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 from runtime_context import get_context, get_http, get_model
@@ -75,6 +83,8 @@ class ControlChannel:
                     future.set_result(message.entries_json)
             elif isinstance(message, Shutdown):
                 asyncio.ensure_future(self.drain(message.reason, message.drain_timeout_s))
+            elif isinstance(message, RoleHealth):
+                self.state.unavailable = message.unavailable
 
     async def drain(self, reason: str, timeout_s: float) -> None:
         """/health turns 503, new requests get 503, in-flight requests finish (bounded), then exit."""
@@ -101,6 +111,7 @@ async def serve(link: ChildLink) -> None:
     state = FrontState(
         settings, tokenizer, client, metrics_class(link.spec.instance), created=int(time.time())
     )
+    state.unavailable = [STARTING]  # until the launcher says every role requests wait on is ready
     if link.endpoints.num_encoders:
         state.embed_client = EmbedClient(link.endpoints, link.spec.instance, context)
     app = create_app(state, tuple(http.cors_origins))

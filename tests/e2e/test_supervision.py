@@ -55,6 +55,27 @@ def test_a_stopped_scheduler_is_found_by_its_missing_heartbeat_and_brings_the_se
         assert "(launcher.heartbeat_timeout_s = 2): hung or stopped" in server.output
 
 
+def health(server: ServeProcess) -> tuple[int, dict]:
+    response = httpx.get(server.url + "/health", timeout=5)
+    return response.status_code, response.json()
+
+
+def test_a_late_scheduler_turns_health_503_before_it_is_taken_for_hung(tiny_model, tmp_path):
+    config = tiny_config(tiny_model, launcher={"heartbeat_timeout_s": 30, "late_after_s": 1})
+    with ServeProcess(tmp_path, config) as server:
+        assert health(server) == (200, {"status": "ok"})
+        scheduler = pid_of(server, "scheduler")
+        with paused(scheduler):
+            wait_until(lambda: health(server)[0] == 503, "/health turning 503", server, timeout_s=10)
+            assert health(server)[1] == {"status": "unavailable", "unavailable": ["scheduler[0] (late)"]}
+            assert "scheduler[0] sent no heartbeat for 1 s (launcher.late_after_s)" in server.output
+        wait_until(lambda: health(server)[0] == 200, "/health turning 200 again", server, timeout_s=10)
+        assert "scheduler[0] is heard again" in server.output
+        assert "hung or stopped" not in server.output  # late is not hung: nothing was restarted or stopped
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=60)
+        assert client.completions.create(model="tiny", prompt="Hi", max_tokens=2).usage.completion_tokens == 2
+
+
 def test_on_failure_restarts_the_scheduler_and_serves_again(tiny_model, tmp_path):
     config = tiny_config(tiny_model, launcher={"restart_policy": "on-failure", "max_restarts": 1})
     with ServeProcess(tmp_path, config) as server:
