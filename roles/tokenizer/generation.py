@@ -55,17 +55,17 @@ async def start_choice(
     queue = await client.submit(request_id, prompt_ids, sampling)
     try:
         first = await queue.get()
-    except BaseException:  # cancelled: the client went away or another choice was refused
-        await client.abort(request_id)
+        if isinstance(first, Overloaded):
+            raise OpenAIError(
+                503,
+                "the server is at capacity (the scheduler's queue is full); retry later",
+                code="server_overloaded",
+                retry_after_s=first.retry_after_s,
+            )
+        refused(first)
+    except BaseException:  # cancelled (the client went away, another choice was refused) or failed
+        await client.abort(request_id)  # a no-op for a request the scheduler already ended
         raise
-    if isinstance(first, Overloaded):
-        raise OpenAIError(
-            503,
-            "the server is at capacity (the scheduler's queue is full); retry later",
-            code="server_overloaded",
-            retry_after_s=first.retry_after_s,
-        )
-    refused(first)
     return StartedChoice(request_id, queue, first)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -25,9 +26,12 @@ from roles.tokenizer.generation import (
     run_choice,
     start_choices,
 )
+from roles.tokenizer.internal_errors import internal_error_body
 from roles.tokenizer.openai_errors import OpenAIError, error_body
 from roles.tokenizer.request_log import RequestRecord
 from roles.tokenizer.request_prep import choice_seed
+
+log = logging.getLogger("roleserve.tokenizer")
 
 
 @dataclass
@@ -188,6 +192,9 @@ async def _sse(
             yield _event(spec.envelope(spec.chunk_object, [], _usage(spec, num_tokens)))
     except OpenAIError as error:
         yield _event(error_body(error.status, error.message, error.param, error.code))
+    except Exception:  # the 200 is sent: a fault can only end the stream, as an error event
+        log.exception("request %s failed while streaming", spec.response_id)
+        yield _event(internal_error_body(spec.response_id))
     finally:
         await deltas.aclose()  # a disconnected client cancels us here: the scheduler aborts at once
         record.note_results(num_tokens, [finish_reasons.get(i) for i in range(len(started))])
