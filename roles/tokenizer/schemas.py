@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from roles.protocol import SAMPLING_FIELD_NAMES
+from roles.tokenizer.sampling_schema import with_sampling_options
 
 
 class StreamOptions(BaseModel):
@@ -22,7 +23,7 @@ class StreamOptions(BaseModel):
 class SamplingRequest(BaseModel):
     """Fields shared by completions and chat completions; extra fields are kept for ``sampling_values``."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=with_sampling_options())
 
     model: str
     stop: str | list[str] | None = None
@@ -70,6 +71,14 @@ class ChatMessage(BaseModel):
 
 
 class ChatCompletionRequest(SamplingRequest):
+    # Chat spells two options its own way: max_completion_tokens, and top_logprobs (logprobs is its switch).
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra=with_sampling_options(
+            {"max_completion_tokens": "max_tokens", "top_logprobs": "logprobs"}
+        ),
+    )
+
     messages: list[ChatMessage] = Field(min_length=1)
     logprobs: bool = False  # chat's switch; how many alternatives is top_logprobs
 
