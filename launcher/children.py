@@ -27,6 +27,12 @@ def describe_exit(exitcode: int | None) -> str:
     return f"was killed by signal {name}{hint}"
 
 
+def describe_child_exit(process) -> str:
+    """How a child ended: a process by its exit code or signal, a ray actor by what Ray reported."""
+    exit_description = getattr(process, "exit_description", None)  # launcher/ray_placement.ActorProcess
+    return exit_description() if exit_description is not None else describe_exit(process.exitcode)
+
+
 def stop_processes(processes: list[BaseProcess], timeout_s: float) -> None:
     """Terminate all, join within the timeout, kill what lingers. Safe to call twice."""
     for process in processes:
@@ -41,8 +47,10 @@ def stop_processes(processes: list[BaseProcess], timeout_s: float) -> None:
 
 
 class ChildProcesses:
-    def __init__(self, resolved: ResolvedConfig, endpoints: Endpoints, launcher_pid: int):
+    def __init__(self, resolved: ResolvedConfig, endpoints: Endpoints, launcher_pid: int, placement=None):
+        """placement: a launcher/ray_placement.RayPlacement when scheduler replicas run as ray actors."""
         self._spawn = multiprocessing.get_context("spawn")
+        self.placement = placement
         self.resolved = resolved
         self.endpoints = endpoints
         self.launcher_pid = launcher_pid
@@ -53,6 +61,12 @@ class ChildProcesses:
         weakref.finalize(self, stop_processes, self._all, 2.0)
 
     def start(self, spec: ChildSpec) -> BaseProcess:
+        if self.placement is not None and spec.role == "scheduler":
+            wire = self.resolved.for_projection(spec.projection).to_wire()
+            actor = self.placement.start(spec, wire, self.endpoints)
+            self.by_name[spec.name] = (spec, actor)
+            self._all.append(actor)
+            return actor
         process = self._spawn.Process(
             target=child_main,
             args=(

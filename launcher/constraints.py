@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from launcher.collector_check import STAT_LOGGERS_IMPORTABLE
 from launcher.expert_parallel_check import EP_SIZE_FITS_THE_MODEL, EXPERT_BACKUP_FITS
+from launcher.ray_backend_check import RAY_IMPORTABLE
 from runtime_context.constraints import Constraint
 
 LAUNCHER_CONSTRAINTS: tuple[Constraint, ...] = (
     STAT_LOGGERS_IMPORTABLE,
     EP_SIZE_FITS_THE_MODEL,
     EXPERT_BACKUP_FITS,
+    RAY_IMPORTABLE,
 )

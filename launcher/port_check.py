@@ -27,3 +27,20 @@ def http_port_problem(resolved: ResolvedConfig) -> ConfigProblem | None:
                 where, "http.port", f"{host}:{port} is not free ({error.strerror}): another server holds it"
             )
     return None
+
+
+def free_tcp_ports(host: str, count: int) -> list[int]:
+    """`count` distinct ports free on `host` now, chosen by the kernel (parallel.backend ray's sockets).
+
+    All are held until all are chosen, so they differ; the owners bind them moments later."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    probes = []
+    try:
+        for _ in range(count):
+            probe = socket.socket(family, socket.SOCK_STREAM)
+            probes.append(probe)
+            probe.bind((host, 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()

@@ -11,13 +11,14 @@ from multiprocessing.process import BaseProcess
 
 import zmq
 
-from launcher.children import ChildProcesses, describe_exit
+from launcher.children import ChildProcesses, describe_child_exit
 from launcher.inspect_gather import InspectGatherer
 from launcher.port_check import http_port_problem
 from launcher.role_list import LAUNCHER, ROLES
 from launcher.runtime_dir import make_runtime_dir, remove_runtime_dir
-from launcher.topology import child_specs, endpoints_for
+from launcher.topology import child_specs, endpoints_for, num_schedulers
 from roles.child_process import ChildSpec
+from roles.curve import stop_authenticator
 from roles.protocol import (
     FrameCounter,
     Heartbeat,
@@ -30,6 +31,7 @@ from roles.protocol import (
     encode,
 )
 from roles.shared_weights.client import WeightCacheUnavailable
+from roles.sockets import bind
 from runtime_context import (
     EXIT_CONFIG_ERROR,
     ConfigError,
@@ -37,6 +39,7 @@ from runtime_context import (
     get_http,
     get_launcher,
     get_observability,
+    get_parallel,
     get_weight_cache,
     publish,
 )
@@ -59,13 +62,29 @@ class Supervisor:
 
             daemon_record = resolved.for_projection(ROLES.named("weight_cache_daemon").projection)
             persistent = ensure_daemon(daemon_record.to_wire(), timeout_s=self.settings.startup_timeout_s)
+        self.placement = None
+        parallel = get_parallel()
+        if parallel.backend == "ray":  # before the runtime dir: a refusal here leaves nothing behind
+            from launcher.ray_loopback import keep_ray_on_loopback
+
+            keep_ray_on_loopback(parallel.bind_host)
+            from launcher.ray_placement import RayPlacement
+
+            self.placement = RayPlacement(
+                parallel.ray_address,
+                parallel.bind_host,
+                num_schedulers(),
+                parallel.ray_cpus_per_replica,
+                parallel.ray_placement,
+                timeout_s=self.settings.startup_timeout_s,
+            )
         self.runtime_dir = make_runtime_dir(self.settings.runtime_dir)
         self.endpoints = endpoints_for(self.runtime_dir, persistent)
         self.zmq_context = zmq.Context()
         self.control = self.zmq_context.socket(zmq.ROUTER)
         self.control.setsockopt(zmq.LINGER, 0)
-        self.control.bind(self.endpoints.control)
-        self.children = ChildProcesses(resolved, self.endpoints, os.getpid())
+        bind(self.control, self.endpoints.control, self.endpoints.curve)
+        self.children = ChildProcesses(resolved, self.endpoints, os.getpid(), self.placement)
         self.gatherer = InspectGatherer(self.control)
         self.frames = FrameCounter()
         self.ready: dict[str, Ready] = {}
@@ -122,7 +141,7 @@ class Supervisor:
                 raise StartupFailed(f"startup interrupted ({self.stop_reason})")
             for spec, process in self.children.exited():
                 raise StartupFailed(
-                    f"{spec.name} (pid {process.pid}) {describe_exit(process.exitcode)} during startup"
+                    f"{spec.name} (pid {process.pid}) {describe_child_exit(process)} during startup"
                 )
             now = time.monotonic()
             missing = [s.name for s in specs if s.name not in self.ready]
@@ -147,7 +166,7 @@ class Supervisor:
             self.report_health()
             for spec, process in self.children.exited():
                 if not self.on_failure(
-                    spec, f"{spec.name} (pid {process.pid}) {describe_exit(process.exitcode)}"
+                    spec, f"{spec.name} (pid {process.pid}) {describe_child_exit(process)}"
                 ):
                     return 1
             for spec, process, silent_s in self.hung():
@@ -217,7 +236,7 @@ class Supervisor:
             what += f"; it was expert-parallel rank {spec.instance} of {self.endpoints.ep_size}"
             # The first rank seen gone may have left because another died: every rank gone is named.
             what += "".join(
-                f"; also gone: {s.name} (pid {p.pid}) {describe_exit(p.exitcode)}"
+                f"; also gone: {s.name} (pid {p.pid}) {describe_child_exit(p)}"
                 for s, p in self.children.exited()
                 if s.role == "scheduler" and s.name != spec.name
             )
@@ -241,7 +260,10 @@ class Supervisor:
         for spec, _ in self.children.alive():
             self.send(spec, Shutdown(self.stop_reason or "stop", 0))
         self.children.stop_all(timeout_s=5)
+        if self.placement is not None:
+            self.placement.close()
         self.control.close(0)
+        stop_authenticator(self.zmq_context)
         self.zmq_context.term()
         remove_runtime_dir(self.runtime_dir)
 
@@ -265,6 +287,9 @@ def run_server(resolved: ResolvedConfig) -> int:
         supervisor = Supervisor(resolved)
     except WeightCacheUnavailable as error:  # weight_cache.persist: the daemon's dir or start failed
         print(f"roleserve: weight_cache.persist: {error}", file=sys.stderr)
+        return 1
+    except (ConnectionError, StartupFailed) as error:  # parallel.backend ray: no cluster, or no room in it
+        print(f"roleserve: parallel.backend ray: {error}", file=sys.stderr)
         return 1
 
     def on_signal(signum, frame) -> None:

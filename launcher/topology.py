@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from launcher.port_check import free_tcp_ports
 from launcher.role_list import (
     DP_CONTROLLER,
     ENCODER,
@@ -13,7 +14,8 @@ from launcher.role_list import (
     WEIGHT_CACHE_DAEMON,
 )
 from roles.child_process import ChildSpec
-from roles.endpoints import Endpoints
+from roles.curve import CurveKeys
+from roles.endpoints import Endpoints, TcpRoutes
 from roles.role_description import RoleDescription
 from runtime_context import get_encoder, get_expert_backup, get_parallel, get_tokenizer, get_weight_cache
 
@@ -44,7 +46,7 @@ def child_specs() -> list[ChildSpec]:
     if get_expert_backup().enabled:  # one per machine; the ranks take their experts from it
         specs.append(_spec(EXPERT_BACKUP, 0))
     specs += [_spec(SCHEDULER, i) for i in range(dp_size)]
-    if dp_size > 1:
+    if dp_size > 1 or get_parallel().backend == "ray":  # actors are reached through the dp_controller
         specs.append(_spec(DP_CONTROLLER, 0))
     specs += [_spec(ENCODER, i) for i in range(num_encoders())]
     specs += [_spec(TOKENIZER, i) for i in range(get_tokenizer().workers)]
@@ -55,14 +57,33 @@ def _expert_backup_address(runtime_dir: str) -> str | None:
     return f"ipc://{runtime_dir}/expert_backup" if get_expert_backup().enabled else None
 
 
+def tcp_routes(num_tokenizers: int, num_replicas: int) -> TcpRoutes | None:
+    """parallel.backend ray: a free port on parallel.bind_host for each socket an actor reaches, and the run's
+    CURVE keys; None with backend local (every socket is ipc)."""
+    parallel = get_parallel()
+    if parallel.backend != "ray":
+        return None
+    ports = free_tcp_ports(parallel.bind_host, 2 + num_tokenizers + num_replicas)
+    return TcpRoutes(
+        host=parallel.bind_host,
+        control=ports[0],
+        dp_load=ports[1],
+        tokenizer_results=tuple(ports[2 : 2 + num_tokenizers]),
+        scheduler_requests=tuple(ports[2 + num_tokenizers :]),
+        keys=CurveKeys.generate(),
+    )
+
+
 def endpoints_for(runtime_dir: str, persistent_cache: str | None = None) -> Endpoints:
+    num_tokenizers, num_replicas = get_tokenizer().workers, num_schedulers()
     endpoints = Endpoints(
         runtime_dir,
-        num_tokenizers=get_tokenizer().workers,
-        dp_size=num_schedulers(),
+        num_tokenizers=num_tokenizers,
+        dp_size=num_replicas,
         num_encoders=num_encoders(),
         ep_size=get_parallel().ep_size,
         expert_backup=_expert_backup_address(runtime_dir),
+        tcp=tcp_routes(num_tokenizers, num_replicas),
     )
     if not get_weight_cache().enabled:
         return endpoints

@@ -30,6 +30,7 @@ from roles.protocol import (
     control_decoder,
     encode,
 )
+from roles.sockets import connect
 from runtime_context import ResolvedConfig, get_context, publish
 from runtime_context.inspect_report import live_entry
 
@@ -80,7 +81,7 @@ class ChildLink:
         self.control = self.zmq_context.socket(zmq.DEALER)
         self.control.setsockopt(zmq.IDENTITY, spec.name.encode())
         self.control.setsockopt(zmq.LINGER, 1000)
-        self.control.connect(endpoints.control)
+        connect(self.control, endpoints.control, endpoints.curve)
         self.frames = FrameCounter()
         self.shutdown_reason: str | None = None
         self._last_heartbeat = 0.0
@@ -121,9 +122,9 @@ class ChildLink:
             self.handle_control_frame(self.control.recv())
 
 
-def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, launcher_pid: int) -> None:
-    die_with_parent(launcher_pid)
-    # First act: publish this role's projection of the one resolved config, before building anything.
+def publish_role(spec: ChildSpec, wire: dict) -> None:
+    """First act of every role process: publish its projection of the one resolved config, before building
+    anything; then log as the role."""
     publish(ResolvedConfig.from_wire(wire), role=spec.role, projection=spec.projection)
     from runtime_context import get_observability
 
@@ -131,9 +132,12 @@ def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, launcher_pid: 
         level=get_observability().log_level.upper(),
         format=f"%(asctime)s {spec.name} %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
+        force=True,
     )
-    # The launcher owns shutdown: a terminal's Ctrl-C reaches the whole process group, ignore it here.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run_entry(spec: ChildSpec, endpoints: Endpoints) -> None:
+    """Run the role's entry with its control channel until the role returns."""
     module_name, _, function_name = spec.entry.partition(":")
     entry = getattr(importlib.import_module(module_name), function_name)
     link = ChildLink(spec, endpoints)
@@ -141,3 +145,11 @@ def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, launcher_pid: 
         entry(link)
     finally:
         link.control.close(linger=1000)
+
+
+def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, launcher_pid: int) -> None:
+    die_with_parent(launcher_pid)
+    publish_role(spec, wire)
+    # The launcher owns shutdown: a terminal's Ctrl-C reaches the whole process group, ignore it here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    run_entry(spec, endpoints)

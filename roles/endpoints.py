@@ -1,11 +1,31 @@
-"""Where every socket of one server lives: ipc:// paths inside the launcher's private runtime dir.
+"""Where every socket of one server lives: ipc:// paths inside the launcher's private runtime dir, and with
+parallel.backend ray the TCP routes scheduler actors reach on the launcher's machine.
 
-Derived from (runtime_dir, topology), never stored twice; passed to every child by the launcher.
+Derived from (runtime_dir, topology, tcp routes), never stored twice; passed to every child by the launcher.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from roles.curve import CurveKeys
+
+
+@dataclass(frozen=True)
+class TcpRoutes:
+    """The sockets a scheduler actor uses, all bound on the launcher's machine at `host` (CURVE servers), so
+    an actor anywhere in the cluster only ever connects: control, the tokenizers' results, the
+    dp_controller's load reports, and each replica's requests (sent by the dp_controller)."""
+
+    host: str
+    control: int
+    dp_load: int
+    tokenizer_results: tuple[int, ...]  # one port per tokenizer
+    scheduler_requests: tuple[int, ...]  # one port per scheduler replica
+    keys: CurveKeys
+
+    def address(self, port: int) -> str:
+        return f"tcp://{self.host}:{port}"
 
 
 @dataclass(frozen=True)
@@ -17,6 +37,7 @@ class Endpoints:
     ep_size: int = 1  # expert-parallel ranks among the schedulers (1: none)
     weight_cache: str | None = None  # the weight_cache_daemon's address; None: schedulers load from disk
     expert_backup: str | None = None  # the expert_backup's address; None: ranks read experts from disk
+    tcp: TcpRoutes | None = None  # parallel.backend ray: scheduler replicas are actors reached over TCP
 
     def _ipc(self, name: str) -> str:
         return f"ipc://{self.runtime_dir}/{name}"
@@ -27,13 +48,36 @@ class Endpoints:
         return self._ipc("weight_cache")
 
     @property
+    def curve(self) -> CurveKeys | None:
+        return self.tcp.keys if self.tcp else None
+
+    def for_actor(self) -> Endpoints:
+        """What a scheduler actor receives: it only connects, so no CURVE server secret."""
+        assert self.tcp is not None
+        return replace(self, tcp=replace(self.tcp, keys=self.tcp.keys.for_clients()))
+
+    @property
+    def schedulers_bind_requests(self) -> bool:
+        """Local replicas bind their request socket; actors connect to one the dp_controller binds."""
+        return self.tcp is None
+
+    @property
+    def has_dp_controller(self) -> bool:
+        """Replicas to choose from, or actors: every request then passes the dp_controller."""
+        return self.dp_size > 1 or self.tcp is not None
+
+    @property
     def control(self) -> str:
-        return self._ipc("control")
+        return self.tcp.address(self.tcp.control) if self.tcp else self._ipc("control")
 
     def scheduler_requests(self, instance: int) -> str:
+        if self.tcp:
+            return self.tcp.address(self.tcp.scheduler_requests[instance])
         return self._ipc(f"scheduler-{instance}.requests")
 
     def tokenizer_results(self, instance: int) -> str:
+        if self.tcp:
+            return self.tcp.address(self.tcp.tokenizer_results[instance])
         return self._ipc(f"tokenizer-{instance}.results")
 
     def encoder_requests(self, instance: int) -> str:
@@ -48,7 +92,7 @@ class Endpoints:
 
     @property
     def dp_load(self) -> str:
-        return self._ipc("dp_controller.load")
+        return self.tcp.address(self.tcp.dp_load) if self.tcp else self._ipc("dp_controller.load")
 
     @property
     def ep_rendezvous(self) -> str:
@@ -68,4 +112,4 @@ class Endpoints:
     @property
     def request_entry(self) -> str:
         """Where tokenizers send Generate/Abort: the dp_controller when there are replicas to choose from."""
-        return self.dp_requests if self.dp_size > 1 else self.scheduler_requests(0)
+        return self.dp_requests if self.has_dp_controller else self.scheduler_requests(0)

@@ -63,6 +63,30 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         ),
     ),
     Constraint(
+        ("parallel.backend", "parallel.ep_size"),
+        lambda v: v["parallel.backend"] == "local" or v["parallel.ep_size"] == 1,
+        lambda v: (
+            "ray runs data-parallel replicas only: expert parallelism (parallel.ep_size > 1) needs backend local"
+        ),
+    ),
+    Constraint(
+        ("parallel.backend", "weight_cache.enabled", "expert_backup.enabled"),
+        lambda v: (
+            v["parallel.backend"] == "local" or not (v["weight_cache.enabled"] or v["expert_backup.enabled"])
+        ),
+        lambda v: (
+            "ray actors load their weights themselves: the weight_cache_daemon and the expert_backup serve "
+            "processes of this machine only; turn them off with backend ray"
+        ),
+    ),
+    Constraint(
+        ("parallel.bind_host",),
+        lambda v: v["parallel.bind_host"] not in ("0.0.0.0", "::", ""),
+        lambda v: (
+            f"must name one address of this machine, not every interface; got {v['parallel.bind_host']!r}"
+        ),
+    ),
+    Constraint(
         ("weight_cache.persist", "weight_cache.enabled"),
         lambda v: not v["weight_cache.persist"] or v["weight_cache.enabled"],
         lambda v: "true needs weight_cache.enabled: true",

@@ -57,7 +57,16 @@ LATE_FROM_HEARTBEAT = DerivationRule(
     compute=lambda values: min(3.0, values["launcher.heartbeat_timeout_s"] / 2),
 )
 
-BUILTIN_RULES: tuple[DerivationRule, ...] = (THREADS_FROM_CPUS, LATE_FROM_HEARTBEAT)
+# A replica computes on exec.threads threads: its bundle reserves as many CPUs (after THREADS_FROM_CPUS).
+RAY_CPUS_FROM_THREADS = DerivationRule(
+    name="replica_threads",
+    target="parallel.ray_cpus_per_replica",
+    inputs=("parallel.ray_cpus_per_replica=0", "exec.threads"),
+    applies=lambda values: values["parallel.ray_cpus_per_replica"] == 0,
+    compute=lambda values: values["exec.threads"],
+)
+
+BUILTIN_RULES: tuple[DerivationRule, ...] = (THREADS_FROM_CPUS, LATE_FROM_HEARTBEAT, RAY_CPUS_FROM_THREADS)
 
 
 def problem_from_failure(failure: DerivationFailed, where: str) -> ConfigProblem:

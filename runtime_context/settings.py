@@ -173,6 +173,48 @@ _declare(
     "How the dp_controller picks a replica.",
     choices=("round_robin", "shortest_queue"),
 )
+_declare(
+    "parallel",
+    "backend",
+    str,
+    "local",
+    "Where scheduler replicas run: local child processes, or ray actors placed by a Ray cluster (the "
+    "tokenizers, dp_controller and launcher stay on this machine).",
+    choices=("local", "ray"),
+)
+_declare(
+    "parallel",
+    "ray_address",
+    str,
+    "local",
+    "The Ray cluster to join with backend ray (host:port of its head, or ray://host:port); local starts a "
+    "private one-machine cluster for this server and stops it on exit.",
+)
+_declare(
+    "parallel",
+    "ray_placement",
+    str,
+    "pack",
+    "How the placement group places the replicas' bundles (exec.threads CPUs each): pack fills few nodes, "
+    "spread uses as many as it can.",
+    choices=("pack", "spread"),
+)
+_declare(
+    "parallel",
+    "ray_cpus_per_replica",
+    int,
+    0,
+    "CPUs each replica's placement-group bundle reserves with backend ray; 0 takes exec.threads.",
+    minimum=0,
+)
+_declare(
+    "parallel",
+    "bind_host",
+    str,
+    "127.0.0.1",
+    "With backend ray, the address of this machine the scheduler actors connect to (every such socket is "
+    "TCP with CURVE): set it to this machine's cluster address when actors run on other machines.",
+)
 
 # exec: how the model runs
 _declare("exec", "threads", int, 0, "Compute threads per scheduler; 0 uses the cores available.", minimum=0)

@@ -32,7 +32,7 @@ from roles.protocol import (
     request_decoder,
     result_decoder,
 )
-from roles.sockets import connect_push
+from roles.sockets import bind, bind_push, connect_push
 from runtime_context import get_parallel
 
 log = logging.getLogger("roleserve.dp_controller")
@@ -101,13 +101,14 @@ def main(link: ChildLink) -> None:
     endpoints, context = link.endpoints, link.zmq_context
     dispatcher = Dispatcher(endpoints.dp_size, get_parallel().load_balance)
     watch = RestartWatch()
-    incoming = context.socket(zmq.PULL)
-    incoming.bind(endpoints.dp_requests)
-    loads = context.socket(zmq.PULL)
-    loads.bind(endpoints.dp_load)
-    replicas = [connect_push(context, endpoints.scheduler_requests(i)) for i in range(endpoints.dp_size)]
+    keys = endpoints.curve
+    incoming = bind(context.socket(zmq.PULL), endpoints.dp_requests)
+    loads = bind(context.socket(zmq.PULL), endpoints.dp_load, keys)
+    # Local replicas bind their request socket; actors connect to the one bound here for them.
+    to_replica = connect_push if endpoints.schedulers_bind_requests else bind_push
+    replicas = [to_replica(context, endpoints.scheduler_requests(i), keys) for i in range(endpoints.dp_size)]
     tokenizers = [
-        connect_push(context, endpoints.tokenizer_results(i)) for i in range(endpoints.num_tokenizers)
+        connect_push(context, endpoints.tokenizer_results(i), keys) for i in range(endpoints.num_tokenizers)
     ]
     poller = zmq.Poller()
     for socket in (incoming, loads, link.control):

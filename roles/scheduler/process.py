@@ -40,7 +40,7 @@ from roles.scheduler.expert_stats.from_settings import (
 )
 from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.model_sources import model_from_sources
-from roles.sockets import connect_push
+from roles.sockets import bind, connect, connect_push
 from runtime_context import get_parallel
 
 log = logging.getLogger("roleserve.scheduler")
@@ -58,13 +58,18 @@ class SchedulerServer:
         self.engine = engine
         endpoints, context = link.endpoints, link.zmq_context
         self.requests = context.socket(zmq.PULL)
-        self.requests.bind(endpoints.scheduler_requests(link.spec.instance))
+        own_requests, keys = endpoints.scheduler_requests(link.spec.instance), endpoints.curve
+        if endpoints.schedulers_bind_requests:
+            bind(self.requests, own_requests)
+        else:  # an actor: the dp_controller binds it on the launcher's machine
+            connect(self.requests, own_requests, keys)
         self.results = [
-            connect_push(context, endpoints.tokenizer_results(i)) for i in range(endpoints.num_tokenizers)
+            connect_push(context, endpoints.tokenizer_results(i), keys)
+            for i in range(endpoints.num_tokenizers)
         ]
         self.load_readers = list(self.results)  # every tokenizer shows the load on /metrics
-        if endpoints.dp_size > 1:  # the dp_controller forgets finished requests
-            self.load_readers.append(connect_push(context, endpoints.dp_load))
+        if endpoints.has_dp_controller:  # the dp_controller forgets finished requests
+            self.load_readers.append(connect_push(context, endpoints.dp_load, keys))
         self.poller = zmq.Poller()
         self.poller.register(self.requests, zmq.POLLIN)
         self.poller.register(link.control, zmq.POLLIN)

@@ -25,6 +25,7 @@ from roles.protocol import (
     encode,
     result_decoder,
 )
+from roles.sockets import bind
 
 log = logging.getLogger("roleserve.tokenizer")
 
@@ -36,8 +37,7 @@ class EngineClient:
         self.requests = context.socket(zmq.PUSH)
         self.requests.setsockopt(zmq.LINGER, 0)
         self.requests.connect(endpoints.request_entry)
-        self.results = context.socket(zmq.PULL)
-        self.results.bind(endpoints.tokenizer_results(instance))
+        self.results = bind(context.socket(zmq.PULL), endpoints.tokenizer_results(instance), endpoints.curve)
         self.queues: dict[str, asyncio.Queue[TokenEvent | Overloaded]] = {}
         self.frames = FrameCounter()
         self.scheduler_load: dict[int, LoadReport] = {}  # scheduler instance -> its latest report

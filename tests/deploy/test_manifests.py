@@ -77,9 +77,60 @@ def _installs(lines: list[str]) -> list[str]:
 def test_the_dockerfile_installs_what_the_makefile_installs():
     makefile = (ROOT / "Makefile").read_text().splitlines()
     dockerfile = (DEPLOY / "Dockerfile").read_text().splitlines()
-    # The image installs the project itself, not editable and without the test extra.
-    expected = ["." if item == "-e '.[test]'" else item for item in _installs(makefile)]
+    # The image installs the project itself (with the ray extra), not editable and without the test extra.
+    expected = ["'.[ray]'" if item == "-e '.[test,ray]'" else item for item in _installs(makefile)]
     assert _installs(dockerfile) == expected
     text = "\n".join(dockerfile)
     assert "USER roleserve" in text and "HEALTHCHECK" in text
     assert 'ENTRYPOINT ["serve", "--config", "/etc/roleserve/cfg.yaml"]' in text
+
+
+RAY_MANIFEST = DEPLOY / "kuberay" / "rayjob.yaml"
+
+
+def _ray_documents() -> dict[str, dict]:
+    return {d["kind"]: d for d in yaml.safe_load_all(RAY_MANIFEST.read_text()) if d}
+
+
+def _pod_templates(rayjob: dict) -> list[dict]:
+    cluster = rayjob["spec"]["rayClusterSpec"]
+    return [cluster["headGroupSpec"]["template"]] + [g["template"] for g in cluster["workerGroupSpecs"]]
+
+
+def test_the_kuberay_manifest_is_valid_kubernetes():
+    """The RayJob is a custom resource: its pod templates are checked as core/v1 PodTemplates, the other
+    documents as themselves."""
+    documents = _ray_documents()
+    assert set(documents) == {"RayJob", "ConfigMap", "Service"}
+    for kind, document in documents.items():
+        if kind != "RayJob":
+            kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+    for index, template in enumerate(_pod_templates(documents["RayJob"])):
+        pod_template = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": f"roleserve-{index}"},
+            "template": template,
+        }
+        kubernetes_validate.validate(pod_template, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_kuberay_job_serves_its_configmap_with_one_worker_per_replica(tmp_path):
+    documents = _ray_documents()
+    text = documents["ConfigMap"]["data"]["cfg.yaml"]
+    config_path = tmp_path / "cfg.yaml"
+    config_path.write_text(text)
+    result = subprocess.run(
+        [SERVE, "config", "validate", "--config", str(config_path)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    config = yaml.safe_load(text)
+    rayjob = documents["RayJob"]
+    assert rayjob["spec"]["entrypoint"] == "serve --config /etc/roleserve/cfg.yaml"
+    [workers] = rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert workers["replicas"] == workers["minReplicas"] == config["parallel"]["dp_size"]
+    assert workers["rayStartParams"]["num-cpus"] == str(config["exec"]["threads"])
+    head = rayjob["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["valueFrom"] for e in head["env"]}
+    assert env["ROLESERVE_PARALLEL__BIND_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert "secretKeyRef" in env["ROLESERVE_HTTP__API_KEY"] and "api_key" not in text
