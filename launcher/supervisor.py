@@ -80,6 +80,11 @@ class Supervisor:
             )
         self.runtime_dir = make_runtime_dir(self.settings.runtime_dir)
         self.endpoints = endpoints_for(self.runtime_dir, persistent)
+        self.ep_store = None  # with ray actors as expert-parallel ranks: where they meet
+        if self.endpoints.tcp is not None and self.endpoints.tcp.ep_store is not None:
+            from launcher.ep_store import host_ep_store
+
+            self.ep_store = host_ep_store(self.endpoints.tcp.host, self.endpoints.tcp.ep_store)
         self.zmq_context = zmq.Context()
         self.control = self.zmq_context.socket(zmq.ROUTER)
         self.control.setsockopt(zmq.LINGER, 0)

@@ -63,14 +63,15 @@ def tcp_routes(num_tokenizers: int, num_replicas: int) -> TcpRoutes | None:
     parallel = get_parallel()
     if parallel.backend != "ray":
         return None
-    ports = free_tcp_ports(parallel.bind_host, 2 + num_tokenizers + num_replicas)
+    ports = free_tcp_ports(parallel.bind_host, 3 + num_tokenizers + num_replicas)
     return TcpRoutes(
         host=parallel.bind_host,
         control=ports[0],
         dp_load=ports[1],
         tokenizer_results=tuple(ports[2 : 2 + num_tokenizers]),
-        scheduler_requests=tuple(ports[2 + num_tokenizers :]),
+        scheduler_requests=tuple(ports[2 + num_tokenizers : -1]),
         keys=CurveKeys.generate(),
+        ep_store=ports[-1] if parallel.ep_size > 1 else None,
     )
 
 

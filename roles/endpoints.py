@@ -23,6 +23,7 @@ class TcpRoutes:
     tokenizer_results: tuple[int, ...]  # one port per tokenizer
     scheduler_requests: tuple[int, ...]  # one port per scheduler replica
     keys: CurveKeys
+    ep_store: int | None = None  # the launcher's TCPStore where expert-parallel ranks meet (ep_size > 1)
 
     def address(self, port: int) -> str:
         return f"tcp://{self.host}:{port}"

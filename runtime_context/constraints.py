@@ -63,13 +63,6 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         ),
     ),
     Constraint(
-        ("parallel.backend", "parallel.ep_size"),
-        lambda v: v["parallel.backend"] == "local" or v["parallel.ep_size"] == 1,
-        lambda v: (
-            "ray runs data-parallel replicas only: expert parallelism (parallel.ep_size > 1) needs backend local"
-        ),
-    ),
-    Constraint(
         ("parallel.backend", "weight_cache.enabled", "expert_backup.enabled"),
         lambda v: (
             v["parallel.backend"] == "local" or not (v["weight_cache.enabled"] or v["expert_backup.enabled"])

@@ -202,15 +202,14 @@ def expert_parallel_group(link: ChildLink):
     if parallel.ep_size == 1:
         return None
     from roles.scheduler.expert_parallel.group import ExpertParallelGroup
+    from roles.scheduler.expert_parallel.meeting_point import AcrossTheCluster, OnOneMachine
 
     endpoints = link.endpoints
-    return ExpertParallelGroup(
-        link.spec.instance,
-        parallel.ep_size,
-        endpoints.ep_rendezvous,
-        endpoints.ep_progress,
-        parallel.ep_timeout_s,
-    )
+    if endpoints.tcp is not None:  # ray actors: the launcher hosts the store
+        meeting = AcrossTheCluster(endpoints.tcp.host, endpoints.tcp.ep_store, parallel.ep_timeout_s)
+    else:
+        meeting = OnOneMachine(endpoints.ep_rendezvous, endpoints.ep_progress)
+    return ExpertParallelGroup(link.spec.instance, parallel.ep_size, meeting, parallel.ep_timeout_s)
 
 
 def main(link: ChildLink) -> None:

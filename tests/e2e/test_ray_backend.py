@@ -1,7 +1,8 @@
 """parallel.backend ray on a real two-node Ray cluster on this machine (two raylets on loopback, Ray's own
 cluster utilities): two scheduler replicas spread over both nodes serve /v1/completions exactly as a local
 replica does; a SIGKILLed actor is reported with its role, node and pid and restarted under on-failure; and
-after `serve` stops, no actor, placement group or actor process is left in the cluster."""
+after `serve` stops, no actor, placement group or actor process is left in the cluster. An MoE on two
+expert-parallel ranks, one per node, answers as one rank does, also after a rank was killed and rejoined."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from serve_harness import ServeProcess
 from server_probes import wait_until
 
 from conftest import tiny_config
+from tests.moe_checkpoint import write_tiny_mixtral
 
 LOOPBACK = "127.0.0.1"
 
@@ -58,42 +60,48 @@ def actors_of(server: ServeProcess) -> dict[str, tuple[str, int]]:
     return {name: (node, int(pid)) for name, node, pid in found}
 
 
-def test_replicas_on_two_nodes_serve_survive_an_actor_kill_and_leave_nothing(tiny_model, tmp_path, two_nodes):
-    with ServeProcess(tmp_path / "local", tiny_config(tiny_model)) as local:
-        expected = greedy(local)
-    config = tiny_config(
-        tiny_model,
+def ray_config(model, address: str, **parallel) -> dict:
+    return tiny_config(
+        model,
         parallel={
             "backend": "ray",
-            "ray_address": two_nodes.address,
+            "ray_address": address,
             "ray_placement": "spread",
             "dp_size": 2,
             "bind_host": LOOPBACK,
+            **parallel,
         },
         launcher={"restart_policy": "on-failure", "max_restarts": 1},
         observability={"log_level": "info"},
     )
+
+
+def kill_and_see_it_rejoin(server: ServeProcess, name: str) -> tuple[str, int]:
+    """SIGKILL the actor of `name`; wait until its replacement is READY. Returns the killed (node, pid)."""
+    node, killed = actors_of(server)[name]
+    os.kill(killed, signal.SIGKILL)
+    wait_until(lambda: "restarting it (1/1)" in server.output, "the restart notice", server, timeout_s=120)
+    wait_until(
+        lambda: actors_of(server)[name][1] != killed and server.output.count(f"{name} ready") >= 2,
+        "the new actor's READY",
+        server,
+        timeout_s=180,
+    )
+    return node, killed
+
+
+def test_replicas_on_two_nodes_serve_survive_an_actor_kill_and_leave_nothing(tiny_model, tmp_path, two_nodes):
+    with ServeProcess(tmp_path / "local", tiny_config(tiny_model)) as local:
+        expected = greedy(local)
+    config = ray_config(tiny_model, two_nodes.address)
     with ServeProcess(tmp_path / "ray", config, ready_timeout_s=240) as server:
         placed = actors_of(server)
         assert set(placed) == {"scheduler[0]", "scheduler[1]"}
         assert placed["scheduler[0]"][0] != placed["scheduler[1]"][0], placed  # spread: one per node
         assert greedy(server) == expected  # round robin: both replicas answered
-        node, killed = placed["scheduler[1]"]
-        os.kill(killed, signal.SIGKILL)
-        wait_until(
-            lambda: "restarting it (1/1)" in server.output, "the restart notice", server, timeout_s=120
-        )
+        node, killed = kill_and_see_it_rejoin(server, "scheduler[1]")
         assert re.search(
             rf"scheduler\[1\] \(pid {killed}\) \(ray actor on node {re.escape(node)}", server.output
-        )
-        wait_until(
-            lambda: (
-                actors_of(server)["scheduler[1]"][1] != killed
-                and server.output.count("scheduler[1] ready") >= 2
-            ),
-            "the new actor's READY",
-            server,
-            timeout_s=120,
         )
         assert greedy(server) == expected
         pids = [pid for _, pid in actors_of(server).values()]
@@ -108,3 +116,18 @@ def test_replicas_on_two_nodes_serve_survive_an_actor_kill_and_leave_nothing(tin
         assert all(actor["State"] == "DEAD" for actor in actors), [a["State"] for a in actors]
     finally:
         ray.shutdown()
+
+
+def test_expert_parallel_ranks_on_two_nodes_answer_as_one_rank_also_after_a_rank_rejoins(tmp_path, two_nodes):
+    moe = write_tiny_mixtral(tmp_path / "mixtral")
+    with ServeProcess(tmp_path / "one-rank", tiny_config(moe)) as one_rank:
+        expected = greedy(one_rank)
+    with ServeProcess(
+        tmp_path / "ray", ray_config(moe, two_nodes.address, ep_size=2), ready_timeout_s=240
+    ) as server:
+        placed = actors_of(server)
+        assert placed["scheduler[0]"][0] != placed["scheduler[1]"][0], placed
+        assert greedy(server) == expected
+        kill_and_see_it_rejoin(server, "scheduler[1]")
+        assert greedy(server) == expected  # the survivor regrouped with the new rank 1
+    assert server.wait_exit(60) == 0

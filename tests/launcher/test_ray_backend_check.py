@@ -18,11 +18,10 @@ def validate(tmp_path, parallel: str, extra: str = ""):
 @pytest.mark.parametrize(
     ("parallel", "extra", "where", "message"),
     [
-        ("  ep_size: 2\n", "", "4:12: parallel.backend", "ray runs data-parallel replicas only"),
         ("", "weight_cache:\n  enabled: true\n", "4:12: parallel.backend", "ray actors load their weights"),
         ("  bind_host: 0.0.0.0\n", "", "5:14: parallel.bind_host", "must name one address of this machine"),
     ],
-    ids=["expert parallelism", "weight cache", "every interface"],
+    ids=["weight cache", "every interface"],
 )
 def test_what_ray_cannot_run_is_a_config_error(tmp_path, parallel, extra, where, message):
     cfg, result = validate(tmp_path, parallel, extra)

@@ -1,6 +1,7 @@
 """The expert-parallel group of one server: its scheduler ranks, joined by torch.distributed over gloo.
 
-Ranks find each other through a FileStore in the server's private runtime dir and talk over loopback TCP.
+Ranks find each other at a meeting point (meeting_point.py): on one machine a FileStore in the server's
+private runtime dir and loopback TCP; across a Ray cluster the launcher's TCPStore and the nodes' network.
 Every collective is bounded by `parallel.ep_timeout_s`; a rank that waits longer (or whose peer went away)
 raises RankMissing naming the ranks that did not arrive, read from the progress board.
 """
@@ -14,8 +15,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-
-from roles.scheduler.expert_parallel.progress_board import ProgressBoard
 
 # Ranks load the same model side by side; waiting longer than this for the slowest means it is stuck.
 _LOAD_WAIT_LIMIT_S = 1800.0
@@ -35,12 +34,11 @@ class Tick:
 
 
 class ExpertParallelGroup:
-    def __init__(self, rank: int, size: int, rendezvous: str, progress: str, timeout_s: float):
-        """rendezvous: the FileStore's path (one per generation is made from it); progress: the progress
-        board's path (both per server)."""
+    def __init__(self, rank: int, size: int, meeting, timeout_s: float):
+        """meeting: an OnOneMachine or AcrossTheCluster (roles/scheduler/expert_parallel/meeting_point.py)."""
         self.rank, self.size, self.timeout_s = rank, size, timeout_s
-        self.rendezvous = rendezvous
-        self.board = ProgressBoard(progress, size, rank)
+        self.meeting = meeting
+        self.board = meeting.board(size, rank)
         self.board.start_incarnation()  # a restarted rank's process is its next incarnation
         self.generation = 0
 
@@ -69,9 +67,9 @@ class ExpertParallelGroup:
             raise RankMissing(f"expert-parallel rank {self.rank}: {error}") from None
         self.generation = self.board.generation()
         self.board.reset_entered()
-        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # one machine: ranks meet over loopback only
+        os.environ["GLOO_SOCKET_IFNAME"] = self.meeting.socket_interface
         timeout = datetime.timedelta(seconds=self.timeout_s)
-        store = dist.FileStore(f"{self.rendezvous}.{self.generation}", self.size)
+        store = self.meeting.store(self.generation, self.size)
         self._run(
             "rendezvous",
             lambda: dist.init_process_group(
@@ -101,6 +99,7 @@ class ExpertParallelGroup:
             ) from None
 
     def tick(self, has_work: bool, stopping: bool, commands_received: int) -> Tick:
+        self.board.publish()  # how far this rank got, for a peer that times out to name who is behind
         mine = torch.tensor([int(has_work), int(stopping), commands_received], dtype=torch.int64)
         said = [torch.empty_like(mine) for _ in range(self.size)]
         self._run("tick", lambda: dist.all_gather(said, mine))

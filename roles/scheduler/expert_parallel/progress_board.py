@@ -19,6 +19,18 @@ import torch
 _INCARNATION, _READY, _ENTERED = 0, 1, 2  # the columns of a rank's row
 
 
+def wait_until(until: Callable[[], bool], limit_s: float, what: Callable[[], str], on_wait=None) -> None:
+    """Until ``until()``; TimeoutError saying ``what()`` after limit_s. ``on_wait`` runs while waiting (the
+    caller's heartbeat; it may raise to give up)."""
+    deadline = time.monotonic() + limit_s
+    while not until():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what()} within {limit_s:g} s")
+        if on_wait is not None:
+            on_wait()
+        time.sleep(0.05)
+
+
 class ProgressBoard:
     def __init__(self, path: str, num_ranks: int, rank: int):
         self.rank = rank
@@ -44,15 +56,10 @@ class ProgressBoard:
         return int(self._rows[:, _INCARNATION].sum())
 
     def wait(self, until: Callable[[], bool], limit_s: float, what: Callable[[], str], on_wait=None) -> None:
-        """Until ``until()``; TimeoutError saying ``what()`` after limit_s. ``on_wait`` runs while waiting
-        (the caller's heartbeat; it may raise to give up)."""
-        deadline = time.monotonic() + limit_s
-        while not until():
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"{what()} within {limit_s:g} s")
-            if on_wait is not None:
-                on_wait()
-            time.sleep(0.05)
+        wait_until(until, limit_s, what, on_wait)
+
+    def publish(self) -> None:
+        """Nothing to do: every count is in shared memory the moment it changes."""
 
     def reset_entered(self) -> None:
         self._rows[self.rank, _ENTERED] = 0

@@ -34,13 +34,13 @@ def _rank_main(
         from roles.protocol import SamplingFields
         from roles.scheduler.engine import Engine
         from roles.scheduler.expert_parallel.group import ExpertParallelGroup
+        from roles.scheduler.expert_parallel.meeting_point import OnOneMachine
         from roles.scheduler.expert_parallel.shard import current_shard_for
         from roles.scheduler.expert_stats.recorder import make_recorder
         from roles.scheduler.expert_stats.reporter import BalancednessReporter
 
-        group = ExpertParallelGroup(
-            rank, size, f"{runtime_dir}/ep.store", f"{runtime_dir}/ep.progress", timeout_s=60
-        )
+        meeting = OnOneMachine(f"{runtime_dir}/ep.store", f"{runtime_dir}/ep.progress")
+        group = ExpertParallelGroup(rank, size, meeting, timeout_s=60)
         engine = Engine(
             small_engine_config(model_path, weight_dtype),
             expert_shard_for=current_shard_for(group, f"{runtime_dir}/ep.placement"),
