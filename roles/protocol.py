@@ -161,6 +161,7 @@ class TokenEvent(msgspec.Struct, array_like=True):
     top_logprobs: list[tuple[int, float]] | None
     finish_reason: str | None  # stop | length | abort | error (refused) | lost (its replica died)
     error: str | None = None  # set when the scheduler refused the request
+    num_cached_tokens: int | None = None  # on the first token: prompt tokens served from the prefix cache
 
 
 class TokenBatch(msgspec.Struct, tag=True):

@@ -58,6 +58,7 @@ class TokenOutput:
     top_logprobs: list[tuple[int, float]] | None = None  # [(token id, logprob)], highest first
     is_finished: bool = False
     finish_reason: str | None = None  # "stop" | "length" | "abort"
+    num_cached_tokens: int | None = None  # on a request's first token: prompt tokens the prefix cache held
 
 
 class Engine:
@@ -210,6 +211,8 @@ class Engine:
     def _append_token(self, request: Request, token_id: int, logprobs) -> TokenOutput:
         request.token_ids.append(token_id)
         output = TokenOutput(request.request_id, token_id)
+        if request.num_output_tokens == 1:
+            output.num_cached_tokens = request.num_cached_tokens
         if logprobs is not None:
             request.logprobs.append(logprobs)
             output.logprob, output.top_logprobs = logprobs

@@ -146,7 +146,12 @@ class SchedulerServer:
                 continue
             token = -1 if output.token_id is None else output.token_id
             event = TokenEvent(
-                output.request_id, token, output.logprob, output.top_logprobs, output.finish_reason
+                output.request_id,
+                token,
+                output.logprob,
+                output.top_logprobs,
+                output.finish_reason,
+                num_cached_tokens=output.num_cached_tokens,
             )
             by_tokenizer.setdefault(owner, []).append(event)
             if output.is_finished:

@@ -26,6 +26,7 @@ class Delta:
     text: str
     tokens: list[TokenInfo] = field(default_factory=list)
     finish_reason: str | None = None
+    num_cached_tokens: int | None = None  # with the choice's first token: prompt tokens the prefix cache held
 
 
 @dataclass
@@ -35,6 +36,7 @@ class ChoiceResult:
     tokens: list[TokenInfo] = field(default_factory=list)
     finish_reason: str | None = None
     num_tokens: int = 0
+    num_cached_tokens: int = 0
 
 
 @dataclass
@@ -121,17 +123,18 @@ async def run_choice(
             if event.token_id >= 0:
                 tokens.append(TokenInfo(event.token_id, event.logprob, event.top_logprobs))
                 text = stops.feed(detokenizer.push(event.token_id))
+            cached = event.num_cached_tokens
             if stops.is_stopped:
                 await client.abort(request_id)
                 finished = True
-                yield Delta(index, text, tokens, "stop")
+                yield Delta(index, text, tokens, "stop", cached)
                 return
             if event.finish_reason is not None:
                 finished = True
-                yield Delta(index, text + stops.flush(), tokens, event.finish_reason)
+                yield Delta(index, text + stops.flush(), tokens, event.finish_reason, cached)
                 return
             if text or tokens:
-                yield Delta(index, text, tokens)
+                yield Delta(index, text, tokens, num_cached_tokens=cached)
             event = await started.queue.get()
     finally:
         if not finished:
@@ -187,4 +190,6 @@ async def collect(deltas: AsyncIterator[Delta], num_choices: int) -> list[Choice
         result.num_tokens += len(delta.tokens)
         if delta.finish_reason is not None:
             result.finish_reason = delta.finish_reason
+        if delta.num_cached_tokens is not None:
+            result.num_cached_tokens = delta.num_cached_tokens
     return results

@@ -82,12 +82,15 @@ def _deltas(state: FrontState, spec: FlowSpec, started: list[StartedChoice]) -> 
     return merge_choices(streams)
 
 
-def _usage(spec: FlowSpec, num_completion_tokens: int) -> dict:
+def _usage(spec: FlowSpec, num_completion_tokens: int, cached_by_choice: dict[int, int]) -> dict:
+    """Usage counts each prompt once; its cached tokens are those its first choice found in the prefix cache."""
     prompt_tokens = sum(len(p) for p in spec.prompts)
+    cached = sum(cached_by_choice.get(prompt * spec.n, 0) for prompt in range(len(spec.prompts)))
     return {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": num_completion_tokens,
         "total_tokens": prompt_tokens + num_completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached},
     }
 
 
@@ -113,7 +116,9 @@ async def run_flow(state: FrontState, request: Request, spec: FlowSpec, record: 
     record.note_results(num_tokens, [r.finish_reason for r in results])
     metrics.generated_tokens.inc("tokenizer", amount=num_tokens)
     metrics.latency.observe(time.monotonic() - started_at, "tokenizer", spec.endpoint)
-    return JSONResponse(spec.envelope(spec.body_object, spec.make_choices(results), _usage(spec, num_tokens)))
+    cached = {r.index: r.num_cached_tokens for r in results}
+    usage = _usage(spec, num_tokens, cached)
+    return JSONResponse(spec.envelope(spec.body_object, spec.make_choices(results), usage))
 
 
 async def _start_and_collect(state: FrontState, spec: FlowSpec, started_at: float) -> list[ChoiceResult]:
@@ -180,16 +185,19 @@ async def _sse(
     num_tokens = 0
     first_seen: set[int] = set()
     finish_reasons: dict[int, str] = {}
+    cached: dict[int, int] = {}
     try:
         async for delta in _observe_first_token(state, deltas, started_at):
             num_tokens += len(delta.tokens)
+            if delta.num_cached_tokens is not None:
+                cached[delta.index] = delta.num_cached_tokens
             is_first = delta.index not in first_seen
             first_seen.add(delta.index)
             if delta.finish_reason is not None:
                 finish_reasons[delta.index] = delta.finish_reason
             yield _event(spec.envelope(spec.chunk_object, [spec.make_chunk_choice(delta, is_first)]))
         if spec.include_usage:
-            yield _event(spec.envelope(spec.chunk_object, [], _usage(spec, num_tokens)))
+            yield _event(spec.envelope(spec.chunk_object, [], _usage(spec, num_tokens, cached)))
     except OpenAIError as error:
         yield _event(error_body(error.status, error.message, error.param, error.code))
     except Exception:  # the 200 is sent: a fault can only end the stream, as an error event

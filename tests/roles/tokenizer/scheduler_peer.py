@@ -35,6 +35,7 @@ from roles.tokenizer.metrics import ServingMetrics
 class Tokens:
     ids: list[int]
     finish_reason: str | None = "length"  # None: the request is still running after these tokens
+    num_cached_tokens: int = 0  # what the prefix cache held of the prompt, sent with the first token
 
 
 Reply = Tokens | Overloaded | str
@@ -71,7 +72,12 @@ class ScriptedScheduler:
                 for position, token_id in enumerate(reply.ids):
                     is_last = position == len(reply.ids) - 1
                     event = TokenEvent(
-                        message.request_id, token_id, None, None, reply.finish_reason if is_last else None
+                        message.request_id,
+                        token_id,
+                        None,
+                        None,
+                        reply.finish_reason if is_last else None,
+                        num_cached_tokens=reply.num_cached_tokens if position == 0 else None,
                     )
                     await self.results.send(encode(TokenBatch([event])))
             report = LoadReport(0, len(self.generates), 0, 1, 10, finished=[message.request_id])

@@ -50,7 +50,7 @@ def test_a_collected_completion_and_its_log_line(tokenizer, caplog):
     body = {"model": "smollm2", "prompt": SECRET_PROMPT, "max_tokens": len(ids), "n": 2}
     with caplog.at_level(logging.INFO, logger="roleserve.requests"):
         response, front = serve_one(
-            tokenizer, lambda g: Tokens(ids, "length"), "/v1/completions", body, log_requests=True
+            tokenizer, lambda g: Tokens(ids, "length", 3), "/v1/completions", body, log_requests=True
         )
     assert response.status_code == 200, response.text
     answer = response.json()
@@ -60,6 +60,7 @@ def test_a_collected_completion_and_its_log_line(tokenizer, caplog):
         "prompt_tokens": num_prompt,
         "completion_tokens": 2 * len(ids),
         "total_tokens": num_prompt + 2 * len(ids),
+        "prompt_tokens_details": {"cached_tokens": 3},  # the prompt's, counted once however many choices
     }
     [line] = [r.getMessage() for r in caplog.records if r.name == "roleserve.requests"]
     assert line.startswith(f"request {answer['id']} POST /v1/completions status=200 ")
