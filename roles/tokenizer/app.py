@@ -19,6 +19,7 @@ from roles.tokenizer.http_guard import HTTPGuard
 from roles.tokenizer.internal_errors import install_internal_error_handler
 from roles.tokenizer.openai_errors import OpenAIError, install_error_handlers
 from roles.tokenizer.schemas import ChatCompletionRequest, CompletionRequest
+from roles.tokenizer.tokenize_routes import add_tokenize_routes
 
 
 def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI:
@@ -47,6 +48,8 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
         if state.is_draining:
             raise OpenAIError(503, "the server is shutting down", code="server_shutting_down")
         return await create_embeddings(state.embed_client, body)
+
+    add_tokenize_routes(app, state, declared.TOKENIZE)
 
     @app.get("/v1/models", responses=declared.MODELS)
     async def models():

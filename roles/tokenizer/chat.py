@@ -8,9 +8,8 @@ from fastapi import Request
 
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.generation import ChoiceResult, Delta, TokenInfo
-from roles.tokenizer.openai_errors import OpenAIError
 from roles.tokenizer.request_log import record_of
-from roles.tokenizer.request_prep import check_model, check_not_draining, encode_text, sampling_fields
+from roles.tokenizer.request_prep import chat_prompt_ids, check_model, check_not_draining, sampling_fields
 from roles.tokenizer.response_flow import FlowSpec, run_flow
 from roles.tokenizer.schemas import ChatCompletionRequest
 
@@ -38,14 +37,7 @@ async def create_chat_completion(state: FrontState, request: Request, body: Chat
     record.request_id = f"chatcmpl-{uuid.uuid4().hex}"
     check_model(state, body.model)
     check_not_draining(state)
-    messages = [{"role": m.role, "content": m.text} for m in body.messages]
-    try:
-        text = state.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-    except Exception as error:  # a template's raise_exception() names what is wrong with the conversation
-        raise OpenAIError(
-            400, f"chat template rejected the messages: {error}", "messages", "invalid_value"
-        ) from None
-    prompt = await encode_text(state, text, "messages", add_special_tokens=False)
+    prompt = await chat_prompt_ids(state, body.messages)
     fields = sampling_fields(state, body, len(prompt))
 
     def chunk_choice(delta: Delta, is_first: bool) -> dict:

@@ -99,6 +99,14 @@ EMBEDDINGS = _by_status(
 
 MODELS = _GUARDED
 
+TOKENIZE = _by_status(
+    {
+        400: _error("an invalid request: not exactly one of prompt and messages, bad text or token ids"),
+        404: _error("the model is not the served one (model_not_found)"),
+    },
+    _GUARDED,
+)
+
 HEALTH = _by_status(
     {
         503: {

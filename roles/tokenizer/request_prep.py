@@ -43,11 +43,11 @@ async def prompt_id_lists(state: FrontState, prompt) -> list[list[int]]:
     return [await encode_text(state, p, "prompt", add_special_tokens=True) for p in prompts]
 
 
-def checked_ids(state: FrontState, ids: list[int]) -> list[int]:
+def checked_ids(state: FrontState, ids: list[int], param: str = "prompt") -> list[int]:
     """Token ids as given, each one of the model's (400 otherwise: never an error deeper in)."""
     vocab = getattr(state.tokenizer, "vocab_size", None) or 2**31
     if not all(0 <= token < vocab for token in ids):
-        raise OpenAIError(400, f"prompt token ids must be in [0, {vocab})", "prompt", "invalid_value")
+        raise OpenAIError(400, f"{param} token ids must be in [0, {vocab})", param, "invalid_value")
     return list(ids)
 
 
@@ -65,6 +65,18 @@ async def encode_text(state: FrontState, text: str, param: str, add_special_toke
             "invalid_value",
         ) from None
     return await asyncio.to_thread(state.tokenizer.encode, text, add_special_tokens=add_special_tokens)
+
+
+async def chat_prompt_ids(state: FrontState, messages, add_generation_prompt: bool = True) -> list[int]:
+    """Chat messages (schemas.ChatMessage) through the model's chat template, as token ids."""
+    plain = [{"role": m.role, "content": m.text} for m in messages]
+    try:
+        text = state.tokenizer.apply_chat_template(plain, add_generation_prompt=add_generation_prompt)
+    except Exception as error:  # a template's raise_exception() names what is wrong with the conversation
+        raise OpenAIError(
+            400, f"chat template rejected the messages: {error}", "messages", "invalid_value"
+        ) from None
+    return await encode_text(state, text, "messages", add_special_tokens=False)
 
 
 def sampling_fields(state: FrontState, request: SamplingRequest, prompt_len: int) -> SamplingFields:

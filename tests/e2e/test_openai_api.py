@@ -46,6 +46,50 @@ def test_completion_greedy_is_deterministic_with_usage(client):
     assert first.usage.total_tokens == first.usage.prompt_tokens + 12
 
 
+def test_usage_counts_the_prompt_tokens_the_prefix_cache_held(client):
+    prompt = list(range(5, 5 + 40))  # token ids: two full 16-token pages and a partial one
+    first = client.completions.create(model="tiny", prompt=prompt, max_tokens=2, temperature=0)
+    again = client.completions.create(model="tiny", prompt=prompt, max_tokens=2, temperature=0)
+    chat = [{"role": "user", "content": "word " * 40}]
+    client.chat.completions.create(model="tiny", messages=chat, max_tokens=2)
+    chat_again = client.chat.completions.create(model="tiny", messages=chat, max_tokens=2)
+    assert first.usage.prompt_tokens_details.cached_tokens == 0
+    assert again.usage.prompt_tokens_details.cached_tokens == 32  # the full pages
+    assert chat_again.usage.prompt_tokens_details.cached_tokens >= 32
+
+
+def test_tokenize_and_detokenize_agree_with_what_completions_count(server, client):
+    tokenized = httpx.post(server.url + "/tokenize", json={"model": "tiny", "prompt": "Hello world"}).json()
+    completion = client.completions.create(model="tiny", prompt="Hello world", max_tokens=1)
+    assert tokenized["count"] == len(tokenized["tokens"]) == completion.usage.prompt_tokens
+    assert tokenized["max_model_len"] == client.models.list().data[0].model_extra["max_model_len"]
+    back = httpx.post(server.url + "/detokenize", json={"tokens": tokenized["tokens"]}).json()
+    assert back["prompt"].endswith("Hello world")
+    chat = [{"role": "user", "content": "Hi"}]
+    templated = httpx.post(server.url + "/tokenize", json={"messages": chat}).json()
+    answer = client.chat.completions.create(model="tiny", messages=chat, max_tokens=1)
+    assert templated["count"] == answer.usage.prompt_tokens
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "param"),
+    [
+        ("/tokenize", {"prompt": "a", "messages": [{"role": "user", "content": "b"}]}, 400, "prompt"),
+        ("/tokenize", '{"prompt": "\\ud800"}', 400, "prompt"),  # JSON's escape of a lone surrogate
+        ("/tokenize", {"model": "other", "prompt": "a"}, 404, "model"),
+        ("/detokenize", {"tokens": [10**9]}, 400, "tokens"),
+    ],
+    ids=["prompt and messages", "lone surrogate", "unknown model", "outside the vocabulary"],
+)
+def test_tokenize_errors_are_openai_errors(server, path, body, status, param):
+    if isinstance(body, str):
+        response = httpx.post(server.url + path, content=body, headers={"content-type": "application/json"})
+    else:
+        response = httpx.post(server.url + path, json=body)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["param"] == param
+
+
 def test_completion_batch_prompts_token_ids_and_n(client):
     response = client.completions.create(
         model="tiny", prompt=["The quick", "Numbers like"], n=2, max_tokens=4, temperature=0.8, seed=3
