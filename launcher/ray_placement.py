@@ -9,6 +9,7 @@ made in the cluster: every actor is killed and the placement group removed; a pr
 from __future__ import annotations
 
 import logging
+import socket
 import time
 
 import ray
@@ -30,19 +31,19 @@ class PlacementFailed(ConnectionError):
 
 
 class ActorProcess:
-    """One scheduler replica's actor, seen as a child process by the supervisor."""
+    """One scheduler replica's actor, seen as a child process by the supervisor.
 
-    def __init__(self, spec: ChildSpec, actor, timeout_s: float):
+    Nothing here waits for the actor: Ray may take a while to place it (a bundle freed by a dead actor), and
+    the supervisor must keep hearing the other children meanwhile. Its pid and node are known once the actor
+    answers; a replica that never starts is found by launcher.startup_timeout_s like any child."""
+
+    def __init__(self, spec: ChildSpec, actor):
         self.spec = spec
         self.actor = actor
         self.pid, self.node = 0, "?"
         self._ended: str | None = None  # how it ended, once it has
         self._exitcode: int | None = None
-        try:
-            self.pid, self.node = ray.get(actor.where.remote(), timeout=timeout_s)
-        except (RayActorError, GetTimeoutError) as error:
-            self._end(1, f"could not start as a ray actor: {_first_line(error)}")
-            return
+        self._where_ref = actor.where.remote()  # the actor runs its calls in order: where, then run
         self.run_ref = actor.run.remote()
 
     def _end(self, exitcode: int, how: str) -> None:
@@ -58,6 +59,13 @@ class ActorProcess:
     def _poll(self) -> None:
         if self._exitcode is not None:
             return
+        if self._where_ref is not None and ray.wait([self._where_ref], timeout=0)[0]:
+            where, self._where_ref = self._where_ref, None
+            try:
+                self.pid, self.node = ray.get(where)
+                log.info("%s runs as a ray actor on node %s, pid %d", self.spec.name, self.node, self.pid)
+            except RayActorError:
+                pass  # it died before answering: run_ref says how, below
         done, _ = ray.wait([self.run_ref], timeout=0)
         if not done:
             return
@@ -93,6 +101,23 @@ def _first_line(error: BaseException) -> str:
     return text[0].rstrip(".") if text else type(error).__name__
 
 
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A host:port cluster address must answer a TCP connect: ray.init would otherwise retry for minutes.
+    ConnectionError naming the setting when it does not. (local, auto and ray:// are Ray's to resolve.)"""
+    if address in ("local", "auto") or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise ConnectionError(
+            f"no Ray cluster answers at parallel.ray_address={address!r} ({reason}); start one "
+            "(`ray start --head`) or use ray_address: local"
+        ) from None
+
+
 class RayPlacement:
     """The cluster, the placement group and the actors of one `serve`."""
 
@@ -107,6 +132,7 @@ class RayPlacement:
     ):
         self.timeout_s = timeout_s
         self.started_cluster = address == "local"
+        check_reachable(address)
         ray.init(
             address=None if self.started_cluster else address,
             _node_ip_address=bind_host,
@@ -141,9 +167,8 @@ class RayPlacement:
         actor = RoleActor.options(
             scheduling_strategy=strategy, num_cpus=cpus, name=f"{spec.name}-{time.monotonic_ns()}"
         ).remote(spec, wire, endpoints.for_actor())
-        process = ActorProcess(spec, actor, self.timeout_s)
+        process = ActorProcess(spec, actor)
         self.actors.append(process)
-        log.info("%s runs as a ray actor on node %s, pid %d", spec.name, process.node, process.pid)
         return process
 
     def close(self) -> None:

@@ -8,6 +8,8 @@ import json
 import pytest
 from serve_command import run_serve
 
+from launcher.port_check import free_tcp_ports
+
 
 def validate(tmp_path, parallel: str, extra: str = ""):
     cfg = tmp_path / "cfg.yaml"
@@ -36,3 +38,11 @@ def test_a_valid_ray_config_derives_each_bundle_from_exec_threads(tmp_path):
     launcher = next(p for p in json.loads(shown.stdout)["processes"] if p["role"] == "launcher")
     leaf = next(leaf for leaf in launcher["leaves"] if leaf["key"] == "parallel.ray_cpus_per_replica")
     assert leaf["value"] == 3 and "exec.threads" in leaf["source"]
+
+
+def test_a_cluster_address_nobody_answers_fails_at_once_naming_it(tmp_path):
+    closed, http_port = free_tcp_ports("127.0.0.1", 2)  # free: nothing listens there
+    cfg, _ = validate(tmp_path, f"  ray_address: 127.0.0.1:{closed}\n", f"http:\n  port: {http_port}\n")
+    result = run_serve("--config", str(cfg), timeout=120)
+    assert result.returncode == 1
+    assert f"no Ray cluster answers at parallel.ray_address='127.0.0.1:{closed}'" in result.stderr
