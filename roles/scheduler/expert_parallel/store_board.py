@@ -27,7 +27,11 @@ class StoreProgressBoard:
         return int(self.store.add(f"{name}/{rank}", 0))  # reads without waiting (0 when never written)
 
     def _write(self, name: str, value: int) -> None:
-        self.store.set(f"{name}/{self.rank}", str(value))
+        key = f"{name}/{self.rank}"
+        self.store.set(key, str(value))
+        self.store.get(
+            key
+        )  # a set is not answered: reading it back on this connection waits until it is stored
 
     def start_incarnation(self) -> int:
         self.incarnation = int(self.store.add(f"incarnation/{self.rank}", 1))
