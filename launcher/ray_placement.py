@@ -130,11 +130,9 @@ class RayPlacement:
         placement: str,
         timeout_s: float,
     ):
-        self.timeout_s = timeout_s
-        self.started_cluster = address == "local"
         check_reachable(address)
         ray.init(
-            address=None if self.started_cluster else address,
+            address=None if address == "local" else address,  # None: a private cluster, stopped on exit
             _node_ip_address=bind_host,
             include_dashboard=False,
             logging_level=logging.WARNING,
@@ -154,12 +152,6 @@ class RayPlacement:
                 f"exec.threads or parallel.dp_size, or add nodes"
             ) from None
         self.actors: list[ActorProcess] = []
-
-    def nodes_of_bundles(self) -> list[str]:
-        """The node address each bundle was placed on, in bundle order."""
-        table = ray.util.placement_group_table(self.group)
-        address_of = {node["NodeID"]: node["NodeManagerAddress"] for node in ray.nodes()}
-        return [address_of.get(node, "?") for _, node in sorted(table["bundles_to_node_id"].items())]
 
     def start(self, spec: ChildSpec, wire: dict, endpoints: Endpoints) -> ActorProcess:
         strategy = PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=spec.instance)
