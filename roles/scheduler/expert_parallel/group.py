@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from roles.scheduler.expert_parallel.progress_board import wait_until
+
 # Ranks load the same model side by side; waiting longer than this for the slowest means it is stuck.
 _LOAD_WAIT_LIMIT_S = 1800.0
 
@@ -57,7 +59,7 @@ class ExpertParallelGroup:
 
     def _form(self, newer: Callable[[], bool], limit_s: float, on_wait) -> None:
         try:
-            self.board.wait(
+            wait_until(
                 lambda: newer() and not self.board.not_ready(),
                 limit_s,
                 lambda: f"rank(s) {self.board.not_ready()} did not come back or finish loading",

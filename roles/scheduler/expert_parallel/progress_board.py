@@ -31,6 +31,12 @@ def wait_until(until: Callable[[], bool], limit_s: float, what: Callable[[], str
         time.sleep(0.05)
 
 
+def ranks_not_ready(rows: list[tuple[int, int]]) -> list[int]:
+    """From each rank's (incarnation, ready incarnation): the ranks not started, or whose current process has
+    not finished loading."""
+    return [rank for rank, (started, ready) in enumerate(rows) if started == 0 or ready != started]
+
+
 class ProgressBoard:
     def __init__(self, path: str, num_ranks: int, rank: int):
         self.rank = rank
@@ -49,14 +55,10 @@ class ProgressBoard:
         self._rows[self.rank, _READY] = self._rows[self.rank, _INCARNATION]
 
     def not_ready(self) -> list[int]:
-        rows = self._rows.tolist()
-        return [rank for rank, (started, ready, _) in enumerate(rows) if started == 0 or ready != started]
+        return ranks_not_ready([(started, ready) for started, ready, _ in self._rows.tolist()])
 
     def generation(self) -> int:
         return int(self._rows[:, _INCARNATION].sum())
-
-    def wait(self, until: Callable[[], bool], limit_s: float, what: Callable[[], str], on_wait=None) -> None:
-        wait_until(until, limit_s, what, on_wait)
 
     def publish(self) -> None:
         """Nothing to do: every count is in shared memory the moment it changes."""

@@ -9,11 +9,9 @@ report that a rank left, and the launcher names it from the actor's death or sil
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch.distributed as dist
 
-from roles.scheduler.expert_parallel.progress_board import wait_until
+from roles.scheduler.expert_parallel.progress_board import ranks_not_ready
 
 
 class StoreProgressBoard:
@@ -41,14 +39,12 @@ class StoreProgressBoard:
         self._write("ready", self.incarnation)
 
     def not_ready(self) -> list[int]:
-        rows = [(self._read("incarnation", r), self._read("ready", r)) for r in range(self.num_ranks)]
-        return [r for r, (started, ready) in enumerate(rows) if started == 0 or ready != started]
+        return ranks_not_ready(
+            [(self._read("incarnation", r), self._read("ready", r)) for r in range(self.num_ranks)]
+        )
 
     def generation(self) -> int:
         return sum(self._read("incarnation", r) for r in range(self.num_ranks))
-
-    def wait(self, until: Callable[[], bool], limit_s: float, what: Callable[[], str], on_wait=None) -> None:
-        wait_until(until, limit_s, what, on_wait)
 
     def reset_entered(self) -> None:
         self.entered = self.published = 0
