@@ -27,22 +27,21 @@ class _BodyTooLarge(BaseException):  # not an Exception: no handler on the way m
     pass
 
 
+def _header(scope, wanted: bytes) -> bytes | None:
+    """The first value of a header (ASGI gives names lower-cased), or None."""
+    return next((value for name, value in scope.get("headers", ()) if name == wanted), None)
+
+
 def _content_length(scope) -> int | None:
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    try:
+        return int(_header(scope, b"content-length"))
+    except (TypeError, ValueError):  # absent or not a number
+        return None
 
 
 def _bearer_token(scope) -> str:
-    for name, value in scope.get("headers", ()):
-        if name == b"authorization":
-            given = value.decode("latin-1")
-            return given[7:] if given.lower().startswith("bearer ") else ""
-    return ""
+    given = (_header(scope, b"authorization") or b"").decode("latin-1")
+    return given[7:] if given.lower().startswith("bearer ") else ""
 
 
 class HTTPGuard:
