@@ -115,6 +115,11 @@ def main(link: ChildLink) -> None:
         poller.register(socket, zmq.POLLIN)
     frames = FrameCounter()
     commands = itertools.count(1)
+
+    def forget(request_id: str) -> None:
+        dispatcher.forget(request_id)
+        watch.forget(request_id)
+
     link.send_ready()
     while link.shutdown_reason is None:
         events = dict(poller.poll(100))
@@ -126,16 +131,14 @@ def main(link: ChildLink) -> None:
                 if not isinstance(report, LoadReport):
                     continue
                 for request_id in report.finished:
-                    dispatcher.forget(request_id)
-                    watch.forget(request_id)
+                    forget(request_id)
                 for request_id in watch.lost(report, dispatcher.owned_by(report.instance)):
                     reason = (
                         f"scheduler[{report.instance}] restarted; the request was lost with its old process"
                     )
                     event = TokenEvent(request_id, -1, None, None, "lost", reason)
                     tokenizers[watch.reply_to[request_id]].send(encode(TokenBatch([event])))
-                    dispatcher.forget(request_id)
-                    watch.forget(request_id)
+                    forget(request_id)
         if incoming in events:
             while incoming.poll(0):
                 frame = incoming.recv()
@@ -151,7 +154,6 @@ def main(link: ChildLink) -> None:
                 elif isinstance(message, Abort):
                     replica = dispatcher.owner_of(message.request_id)
                     if replica is not None:
-                        dispatcher.forget(message.request_id)  # it leaves the replica's queue now
-                        watch.forget(message.request_id)
+                        forget(message.request_id)  # it leaves the replica's queue now
                         replicas[replica].send(encode(message))
         link.heartbeat()
