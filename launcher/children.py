@@ -61,24 +61,17 @@ class ChildProcesses:
         weakref.finalize(self, stop_processes, self._all, 2.0)
 
     def start(self, spec: ChildSpec) -> BaseProcess:
+        wire = self.resolved.for_projection(spec.projection).to_wire()
         if self.placement is not None and spec.role == "scheduler":
-            wire = self.resolved.for_projection(spec.projection).to_wire()
-            actor = self.placement.start(spec, wire, self.endpoints)
-            self.by_name[spec.name] = (spec, actor)
-            self._all.append(actor)
-            return actor
-        process = self._spawn.Process(
-            target=child_main,
-            args=(
-                spec,
-                self.resolved.for_projection(spec.projection).to_wire(),
-                self.endpoints,
-                self.launcher_pid,
-            ),
-            name=f"roleserve-{spec.name}",
-            daemon=False,
-        )
-        process.start()
+            process = self.placement.start(spec, wire, self.endpoints)
+        else:
+            process = self._spawn.Process(
+                target=child_main,
+                args=(spec, wire, self.endpoints, self.launcher_pid),
+                name=f"roleserve-{spec.name}",
+                daemon=False,
+            )
+            process.start()
         self.by_name[spec.name] = (spec, process)
         self._all.append(process)
         return process

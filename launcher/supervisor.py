@@ -305,7 +305,7 @@ def run_server(resolved: ResolvedConfig) -> int:
     http = get_http()
     code = 0
     try:
-        supervisor.start(child_specs())
+        supervisor.start(child_specs(supervisor.endpoints))
         print(
             f"roleserve ready on http://{http.host}:{http.port} (config fingerprint {resolved.fingerprint[:16]})",
             flush=True,

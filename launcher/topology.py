@@ -36,20 +36,20 @@ def num_schedulers() -> int:
     return max(parallel.dp_size, parallel.ep_size)
 
 
-def child_specs() -> list[ChildSpec]:
-    """Back ends first: schedulers load the model while the fronts start."""
-    dp_size = num_schedulers()
+def child_specs(endpoints: Endpoints) -> list[ChildSpec]:
+    """Back ends first: schedulers load the model while the fronts start. Counts come from the endpoints,
+    which were laid out for exactly these processes."""
     cache = get_weight_cache()
     specs = []
     if cache.enabled and not cache.persist:  # a persistent daemon is not a child: see ensure_daemon
         specs.append(_spec(WEIGHT_CACHE_DAEMON, 0))
     if get_expert_backup().enabled:  # one per machine; the ranks take their experts from it
         specs.append(_spec(EXPERT_BACKUP, 0))
-    specs += [_spec(SCHEDULER, i) for i in range(dp_size)]
-    if dp_size > 1 or get_parallel().backend == "ray":  # actors are reached through the dp_controller
+    specs += [_spec(SCHEDULER, i) for i in range(endpoints.dp_size)]
+    if endpoints.has_dp_controller:
         specs.append(_spec(DP_CONTROLLER, 0))
-    specs += [_spec(ENCODER, i) for i in range(num_encoders())]
-    specs += [_spec(TOKENIZER, i) for i in range(get_tokenizer().workers)]
+    specs += [_spec(ENCODER, i) for i in range(endpoints.num_encoders)]
+    specs += [_spec(TOKENIZER, i) for i in range(endpoints.num_tokenizers)]
     return specs
 
 
@@ -63,15 +63,16 @@ def tcp_routes(num_tokenizers: int, num_replicas: int) -> TcpRoutes | None:
     parallel = get_parallel()
     if parallel.backend != "ray":
         return None
-    ports = free_tcp_ports(parallel.bind_host, 3 + num_tokenizers + num_replicas)
+    has_ep_store = parallel.ep_size > 1
+    ports = iter(free_tcp_ports(parallel.bind_host, 2 + num_tokenizers + num_replicas + has_ep_store))
     return TcpRoutes(
         host=parallel.bind_host,
-        control=ports[0],
-        dp_load=ports[1],
-        tokenizer_results=tuple(ports[2 : 2 + num_tokenizers]),
-        scheduler_requests=tuple(ports[2 + num_tokenizers : -1]),
+        control=next(ports),
+        dp_load=next(ports),
+        tokenizer_results=tuple(next(ports) for _ in range(num_tokenizers)),
+        scheduler_requests=tuple(next(ports) for _ in range(num_replicas)),
         keys=CurveKeys.generate(),
-        ep_store=ports[-1] if parallel.ep_size > 1 else None,
+        ep_store=next(ports) if has_ep_store else None,
     )
 
 
