@@ -21,7 +21,6 @@ import asyncio
 import json
 import pathlib
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ import httpx
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from launcher.port_check import free_tcp_ports  # noqa: E402
 
 
 def make_prompts(count: int, length: int, seed: int) -> list[list[int]]:
@@ -197,9 +198,7 @@ def start_server(
 
 
 def free_loopback_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_tcp_ports("127.0.0.1", 1)[0]
 
 
 def main() -> None:

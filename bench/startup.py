@@ -17,7 +17,6 @@ import argparse
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,11 +31,11 @@ SERVE = str(pathlib.Path(sys.executable).with_name("serve"))
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from launcher.port_check import free_tcp_ports  # noqa: E402
+
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_tcp_ports("127.0.0.1", 1)[0]
 
 
 def complete(url: str) -> None:

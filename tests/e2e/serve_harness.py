@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -14,13 +13,13 @@ from pathlib import Path
 import psutil
 import yaml
 
+from launcher.port_check import free_tcp_ports
+
 SERVE = str(Path(sys.executable).with_name("serve"))
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_tcp_ports("127.0.0.1", 1)[0]
 
 
 class ServeProcess:
