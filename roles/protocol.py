@@ -127,6 +127,9 @@ class Generate(msgspec.Struct, tag=True):
     reply_to: int  # tokenizer instance that owns the client connection
     prompt_ids: list[int]
     sampling: SamplingFields
+    # What the output must match: an llguidance grammar the tokenizer compiled and checked (structured
+    # output, tool calls); the scheduler masks every token with it. None: free text.
+    grammar: str | None = None
 
 
 class Abort(msgspec.Struct, tag=True):

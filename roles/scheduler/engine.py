@@ -26,6 +26,7 @@ from roles.scheduler.prefix_cache import PrefixCache
 from roles.scheduler.request import Request
 from roles.scheduler.sampler import Sampler
 from roles.scheduler.step_inputs import build_forward_batch
+from roles.scheduler.token_constraints import TokenConstraints, advance
 
 if TYPE_CHECKING:
     from roles.scheduler.expert_parallel.shard import ShardFor
@@ -99,6 +100,7 @@ class Engine:
             config.max_queued_requests,
         )
         self.sampler = Sampler()
+        self.constraints = TokenConstraints(config.model_path, self.shape.vocab_size, self.eos_token_ids)
         # A request alone must always fit, or preemption could not make progress.
         self.max_total_tokens = min(self.shape.context_length, (num_pages - 1) * config.page_size)
         self._requests: dict[str, Request] = {}
@@ -126,9 +128,14 @@ class Engine:
 
     # ---- requests -------------------------------------------------------------------------------------
     def add_request(
-        self, request_id: str, prompt_ids: list[int], params: SamplingFields | None = None
+        self,
+        request_id: str,
+        prompt_ids: list[int],
+        params: SamplingFields | None = None,
+        grammar: str | None = None,
     ) -> None:
-        """Queue a request; ValueError if it can never run, QueueFull if the scheduler holds too many now."""
+        """Queue a request; ValueError if it can never run, QueueFull if the scheduler holds too many now.
+        ``grammar``: an llguidance grammar every output token must keep to (structured output)."""
         params = params or SamplingFields()
         if request_id in self._requests:
             raise ValueError(f"request id {request_id!r} is already in use")
@@ -140,6 +147,8 @@ class Engine:
         if prompt_ids and not 0 <= min(prompt_ids) <= max(prompt_ids) < self.shape.vocab_size:
             raise ValueError(f"prompt token ids must be in [0, {self.shape.vocab_size})")
         request = Request(request_id, prompt_ids, params, next(self._arrivals), self.max_total_tokens)
+        if grammar is not None:
+            request.matcher = self.constraints.matcher(grammar)
         self.scheduler.add(request)
         self._requests[request_id] = request
 
@@ -171,6 +180,7 @@ class Engine:
                 self._run_pass(None)
             return outputs
         forward_batch: ForwardBatch = build_forward_batch(batch, self.config.page_size)
+        masks = self.constraints.start_masks([r.matcher for r in batch.requests])  # during the forward
         with torch.inference_mode():
             logits = self._run_pass(forward_batch)
             self.scheduler.on_computed(batch)
@@ -183,6 +193,8 @@ class Engine:
             )
             if len(rows) != len(batch.requests):
                 logits = logits[rows]
+            if masks is not None:
+                self.constraints.apply(logits, masks, rows)
             sampled = self.sampler.sample(logits, requests)
         for request, token_id, logprobs in zip(requests, sampled.token_ids, sampled.logprobs, strict=True):
             outputs.append(self._append_token(request, token_id, logprobs))
@@ -218,7 +230,12 @@ class Engine:
             output.logprob, output.top_logprobs = logprobs
         params = request.params
         reason = None
-        if token_id in params.stop_token_ids or (not params.ignore_eos and token_id in self.eos_token_ids):
+        is_complete = request.matcher is not None and advance(request.matcher, token_id)
+        if (
+            token_id in params.stop_token_ids
+            or (not params.ignore_eos and token_id in self.eos_token_ids)
+            or is_complete
+        ):
             reason = "stop"
         elif request.num_output_tokens >= params.max_tokens or request.num_tokens >= request.max_total_tokens:
             reason = "length"

@@ -126,7 +126,7 @@ class SchedulerServer:
 
     def admit(self, message: Generate) -> None:
         try:
-            self.engine.add_request(message.request_id, message.prompt_ids, message.sampling)
+            self.engine.add_request(message.request_id, message.prompt_ids, message.sampling, message.grammar)
         except QueueFull:
             self.results[message.reply_to].send(encode(Overloaded(message.request_id, _RETRY_AFTER_S)))
             self.finished_since_report.append(message.request_id)

@@ -41,6 +41,7 @@ class Request:
         "finish_reason",
         "arrival_index",
         "max_total_tokens",
+        "matcher",
     )
 
     def __init__(
@@ -73,6 +74,8 @@ class Request:
         self.arrival_index = arrival_index
         # prompt + output never exceeds this (model context length, KV capacity).
         self.max_total_tokens = max_total_tokens
+        # The llguidance matcher of a request with structured output (token_constraints), else None.
+        self.matcher = None
 
     @property
     def num_tokens(self) -> int:

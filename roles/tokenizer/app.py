@@ -20,6 +20,7 @@ from roles.tokenizer.internal_errors import install_internal_error_handler
 from roles.tokenizer.openai_errors import OpenAIError, install_error_handlers
 from roles.tokenizer.schemas import ChatCompletionRequest, CompletionRequest
 from roles.tokenizer.tokenize_routes import add_tokenize_routes
+from roles.tokenizer.web_page import add_web_page
 
 
 def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI:
@@ -114,4 +115,5 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
             raise OpenAIError(503, "live inspect is not available")
         return {"processes": await state.inspect(), "at": time.time()}
 
+    add_web_page(app)
     return app

@@ -12,6 +12,7 @@ from roles.tokenizer.request_log import record_of
 from roles.tokenizer.request_prep import chat_prompt_ids, check_model, check_not_draining, sampling_fields
 from roles.tokenizer.response_flow import FlowSpec, run_flow
 from roles.tokenizer.schemas import ChatCompletionRequest
+from roles.tokenizer.structured_output import request_grammar
 
 
 def chat_logprobs(state: FrontState, tokens: list[TokenInfo]) -> dict:
@@ -37,6 +38,7 @@ async def create_chat_completion(state: FrontState, request: Request, body: Chat
     record.request_id = f"chatcmpl-{uuid.uuid4().hex}"
     check_model(state, body.model)
     check_not_draining(state)
+    grammar = request_grammar(body)
     prompt = await chat_prompt_ids(state, body.messages)
     fields = sampling_fields(state, body, len(prompt))
 
@@ -76,5 +78,6 @@ async def create_chat_completion(state: FrontState, request: Request, body: Chat
         chunk_object="chat.completion.chunk",
         make_chunk_choice=chunk_choice,
         make_choices=choices,
+        grammar=grammar,
     )
     return await run_flow(state, request, spec, record)

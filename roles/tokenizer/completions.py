@@ -13,6 +13,7 @@ from roles.tokenizer.request_log import record_of
 from roles.tokenizer.request_prep import check_model, check_not_draining, prompt_id_lists, sampling_fields
 from roles.tokenizer.response_flow import FlowSpec, run_flow
 from roles.tokenizer.schemas import CompletionRequest
+from roles.tokenizer.structured_output import request_grammar
 
 
 def completion_logprobs(state: FrontState, tokens: list[TokenInfo], text_start: int) -> dict:
@@ -43,6 +44,7 @@ async def create_completion(state: FrontState, request: Request, body: Completio
     record.request_id = f"cmpl-{uuid.uuid4().hex}"
     check_model(state, body.model)
     check_not_draining(state)
+    grammar = request_grammar(body)
     prompts = await prompt_id_lists(state, body.prompt)
     fields = [sampling_fields(state, body, len(p)) for p in prompts]
     has_logprobs = fields[0].logprobs is not None
@@ -82,5 +84,6 @@ async def create_completion(state: FrontState, request: Request, body: Completio
         chunk_object="text_completion",
         make_chunk_choice=chunk_choice,
         make_choices=choices,
+        grammar=grammar,
     )
     return await run_flow(state, request, spec, record)

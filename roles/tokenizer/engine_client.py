@@ -51,8 +51,10 @@ class EngineClient:
     def num_in_flight(self) -> int:
         return len(self.queues)
 
-    async def submit(self, request_id: str, prompt_ids: list[int], sampling: SamplingFields) -> asyncio.Queue:
-        frame = encode(Generate(request_id, self.instance, prompt_ids, sampling))  # before it counts
+    async def submit(
+        self, request_id: str, prompt_ids: list[int], sampling: SamplingFields, grammar: str | None = None
+    ) -> asyncio.Queue:
+        frame = encode(Generate(request_id, self.instance, prompt_ids, sampling, grammar))  # before it counts
         queue: asyncio.Queue[TokenEvent | Overloaded] = asyncio.Queue()
         self.queues[request_id] = queue
         try:

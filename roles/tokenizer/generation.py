@@ -49,12 +49,12 @@ class StartedChoice:
 
 
 async def start_choice(
-    client: EngineClient, prompt_ids: list[int], sampling: SamplingFields
+    client: EngineClient, prompt_ids: list[int], sampling: SamplingFields, grammar: str | None = None
 ) -> StartedChoice:
     """Submit one request and wait for the scheduler's first answer, so a refusal (Overloaded: 503 with
     Retry-After; rejected: 400) is known before any byte of the response is sent."""
     request_id = client.new_request_id()
-    queue = await client.submit(request_id, prompt_ids, sampling)
+    queue = await client.submit(request_id, prompt_ids, sampling, grammar)
     try:
         first = await queue.get()
         if isinstance(first, Overloaded):
@@ -81,10 +81,13 @@ def refused(event: TokenEvent) -> None:
 
 
 async def start_choices(
-    client: EngineClient, requests: list[tuple[list[int], SamplingFields]]
+    client: EngineClient, requests: list[tuple[list[int], SamplingFields]], grammar: str | None = None
 ) -> list[StartedChoice]:
-    """Start every choice; if any is refused, abort those that started and raise the refusal."""
-    tasks = [asyncio.ensure_future(start_choice(client, ids, sampling)) for ids, sampling in requests]
+    """Start every choice (each held to ``grammar``, when given); if any is refused, abort those that
+    started and raise the refusal."""
+    tasks = [
+        asyncio.ensure_future(start_choice(client, ids, sampling, grammar)) for ids, sampling in requests
+    ]
     try:
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     except BaseException:

@@ -15,8 +15,10 @@ import time
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.openai_errors import OpenAIError, error_response
 from roles.tokenizer.request_log import attach_record, log
+from roles.tokenizer.web_page import PAGE_PATHS
 
-OPEN_PATHS = {"/health"}  # reachable without the API key (load balancers probe it)
+# Reachable without the API key: load balancers probe /health; the web page holds no data (web_page.py).
+OPEN_PATHS = {"/health", *PAGE_PATHS}
 UNLOGGED_PATHS = {"/health", "/metrics"}  # probes and scrapes would drown the request log
 
 

@@ -50,6 +50,7 @@ class FlowSpec:
     # The endpoint's own choice shapes: one streamed delta (is it the choice's first?), and every result.
     make_chunk_choice: Callable[[Delta, bool], dict]
     make_choices: Callable[[list[ChoiceResult]], list[dict]]
+    grammar: str | None = None  # every choice's output matches it (structured_output)
     created: int = field(default_factory=lambda: int(time.time()))
 
     def envelope(self, object_name: str, choices: list[dict], usage: dict | None = None) -> dict:
@@ -108,7 +109,7 @@ async def run_flow(state: FrontState, request: Request, spec: FlowSpec, record: 
     metrics.prompt_tokens.inc("tokenizer", amount=record.num_prompt_tokens)
     if spec.stream:
         started = await _unless_disconnected(
-            state, request, start_choices(state.client, _choice_requests(spec))
+            state, request, start_choices(state.client, _choice_requests(spec), spec.grammar)
         )
         return _ChoicesStream(_sse(state, spec, started, started_at, record), state.client, started)
     results = await _unless_disconnected(state, request, _start_and_collect(state, spec, started_at))
@@ -122,7 +123,7 @@ async def run_flow(state: FrontState, request: Request, spec: FlowSpec, record: 
 
 
 async def _start_and_collect(state: FrontState, spec: FlowSpec, started_at: float) -> list[ChoiceResult]:
-    started = await start_choices(state.client, _choice_requests(spec))
+    started = await start_choices(state.client, _choice_requests(spec), spec.grammar)
     deltas = _deltas(state, spec, started)
     try:
         return await collect(_observe_first_token(state, deltas, started_at), len(started))

@@ -20,6 +20,20 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+class JsonSchemaFormat(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    name: str = Field(default="response", max_length=64)
+    description: str | None = None
+    schema_: dict | None = Field(default=None, alias="schema")
+    strict: bool | None = None  # the output always matches the schema, strict or not
+
+
+class ResponseFormat(BaseModel):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+
 class SamplingRequest(BaseModel):
     """Fields shared by completions and chat completions; extra fields are kept for ``sampling_values``."""
 
@@ -31,6 +45,12 @@ class SamplingRequest(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
+    # Structured output: at most one of these (roles.tokenizer.structured_output).
+    response_format: ResponseFormat | None = None
+    regex: str | None = Field(default=None, description="the output matches this regular expression")
+    grammar: str | None = Field(
+        default=None, description="the output matches this GBNF (root ::= ...) or Lark (start: ...) grammar"
+    )
 
     @property
     def stop_strings(self) -> list[str]:

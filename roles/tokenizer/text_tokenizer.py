@@ -10,6 +10,7 @@ from tokenizers import Tokenizer
 from roles.model_files.gguf_checkpoint import GGUFCheckpoint
 from roles.model_files.gguf_tokenizer import token_text, tokenizer_from_gguf
 from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
+from roles.model_files.tokenizer_file import folder_tokenizer
 from roles.tokenizer.chat_template import render_chat_template
 
 
@@ -76,12 +77,7 @@ class TextTokenizer:
     @classmethod
     def from_hf_folder(cls, folder: str | pathlib.Path) -> TextTokenizer:
         folder = pathlib.Path(folder)
-        try:
-            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        except Exception as error:
-            raise ModelFileError(
-                f"{folder / 'tokenizer.json'} is not a loadable tokenizer: {error}"
-            ) from error
+        tokenizer = folder_tokenizer(folder)
         config = _read_json(folder / "tokenizer_config.json")
         bos, eos = _token_text(config.get("bos_token")), _token_text(config.get("eos_token"))
         eos_ids = set()

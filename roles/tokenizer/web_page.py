@@ -1,0 +1,30 @@
+"""The web page at GET /: a chat playground, the roles view and live charts, as plain files in static/.
+
+The page holds no data: it reads /v1/models, /v1/chat/completions, /roles and /metrics in the browser with
+the API key the user enters. So the page and its files load without the key (PAGE_PATHS, which the HTTP
+guard leaves open) and every route it reads keeps asking for it. Not API: none of it is in /openapi.json.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+STATIC_DIR = Path(__file__).with_name("static")
+STATIC_PREFIX = "/static"
+
+# Exactly the page and the files it ships: any other path under /static still needs the key.
+PAGE_PATHS = frozenset(
+    {"/", *(f"{STATIC_PREFIX}/{path.name}" for path in STATIC_DIR.iterdir() if path.is_file())}
+)
+
+
+def add_web_page(app: FastAPI) -> None:
+    @app.get("/", include_in_schema=False)
+    async def web_page():
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount(STATIC_PREFIX, StaticFiles(directory=STATIC_DIR), name="static")
