@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONFIG ?= deploy/configs/default.yaml
 
-.PHONY: serve serve-moe test lint bench venv clean
+.PHONY: serve serve-moe test lint browser bench venv clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -35,7 +35,17 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: lint
+# The web page's test drives Debian's chromium through Playwright, which never downloads a browser here.
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium is not installed: run 'sudo apt-get install chromium' (tests/e2e/test_web_page.py needs it)" >&2; \
+	    exit 1; \
+	  fi; }
+
+test: lint browser
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
