@@ -165,6 +165,7 @@ class TokenEvent(msgspec.Struct, array_like=True):
     finish_reason: str | None  # stop | length | abort | error (refused) | lost (its replica died)
     error: str | None = None  # set when the scheduler refused the request
     num_cached_tokens: int | None = None  # on the first token: prompt tokens served from the prefix cache
+    queue_time_s: float | None = None  # on the first token: its wait in the scheduler before first scheduled
 
 
 class TokenBatch(msgspec.Struct, tag=True):
@@ -207,6 +208,9 @@ class LoadReport(msgspec.Struct, tag=True):
     # Expert rebalances on this rank so far, {"applied": n, "skipped": n}; None when it cannot rebalance.
     expert_rebalances: dict[str, int] | None = None
     started_at: float = 0.0  # when this scheduler process started (unix s): a new value is a restart
+    # Since the scheduler started, counted at each request's first token (as usage.cached_tokens is):
+    num_prompt_tokens: int = 0  # prompt tokens of the requests that got a first token
+    num_cached_prompt_tokens: int = 0  # of those, the ones the prefix cache held
 
     @property
     def kv_usage(self) -> float:

@@ -14,6 +14,7 @@ Admission into the queue is bounded too: the scheduler holds at most
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -109,6 +110,8 @@ class BatchScheduler:
                 break  # FCFS: nobody jumps the queue head when it does not fit
             request = self.waiting.popleft()
             request.status = RequestStatus.RUNNING
+            if request.queue_time_s is None:
+                request.queue_time_s = time.monotonic() - request.arrived_at
             running.append(request)
             batch.requests.append(request)
             batch.num_new_tokens.append(num_new)

@@ -60,6 +60,7 @@ class TokenOutput:
     is_finished: bool = False
     finish_reason: str | None = None  # "stop" | "length" | "abort"
     num_cached_tokens: int | None = None  # on a request's first token: prompt tokens the prefix cache held
+    queue_time_s: float | None = None  # on a request's first token: its wait before it was first scheduled
 
 
 class Engine:
@@ -111,6 +112,9 @@ class Engine:
         self.expert_reporter: BalancednessReporter | None = None
         self.expert_rebalancer = None  # expert_parallel.rebalance.ExpertRebalancer, fed every pass's counts
         self.num_passes = 0
+        # Counted at each request's first token, like usage.cached_tokens: the prefix cache's hit ratio.
+        self.num_prompt_tokens = 0
+        self.num_cached_prompt_tokens = 0
 
     @property
     def expert_shard(self):
@@ -225,6 +229,9 @@ class Engine:
         output = TokenOutput(request.request_id, token_id)
         if request.num_output_tokens == 1:
             output.num_cached_tokens = request.num_cached_tokens
+            output.queue_time_s = request.queue_time_s
+            self.num_prompt_tokens += request.num_prompt_tokens
+            self.num_cached_prompt_tokens += request.num_cached_tokens
         if logprobs is not None:
             request.logprobs.append(logprobs)
             output.logprob, output.top_logprobs = logprobs
@@ -275,4 +282,6 @@ class Engine:
             "num_prefix_queried_tokens": cache.num_queried_tokens,
             "num_prefix_evictions": cache.num_evictions,
             "num_preemptions": self.scheduler.num_preemptions,
+            "num_prompt_tokens": self.num_prompt_tokens,
+            "num_cached_prompt_tokens": self.num_cached_prompt_tokens,
         }

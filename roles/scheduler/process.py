@@ -152,6 +152,7 @@ class SchedulerServer:
                 output.top_logprobs,
                 output.finish_reason,
                 num_cached_tokens=output.num_cached_tokens,
+                queue_time_s=output.queue_time_s,
             )
             by_tokenizer.setdefault(owner, []).append(event)
             if output.is_finished:
@@ -180,6 +181,8 @@ class SchedulerServer:
             self.balancedness_snapshot(),
             self.rebalance_counts(),
             self.started_at,
+            stats["num_prompt_tokens"],
+            stats["num_cached_prompt_tokens"],
         )
         if report == self._last_load:  # nothing changed and nothing finished
             return

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+import time
 
 import torch
 
@@ -42,6 +43,8 @@ class Request:
         "arrival_index",
         "max_total_tokens",
         "matcher",
+        "arrived_at",
+        "queue_time_s",
     )
 
     def __init__(
@@ -76,6 +79,8 @@ class Request:
         self.max_total_tokens = max_total_tokens
         # The llguidance matcher of a request with structured output (token_constraints), else None.
         self.matcher = None
+        self.arrived_at = time.monotonic()
+        self.queue_time_s: float | None = None  # arrival to first scheduled; kept across preemptions
 
     @property
     def num_tokens(self) -> int:

@@ -115,3 +115,20 @@ def test_default_model_batched_greedy_equals_alone():
     params = SamplingFields(temperature=0, max_tokens=6, ignore_eos=True)
     batched = engine.generate(prompts, params)
     assert batched == [engine.generate([p], params)[0] for p in prompts]
+
+
+def test_the_first_token_carries_the_queue_time_and_the_prefix_cache_counts_each_prompt_once(tiny_path):
+    engine = tiny_engine(tiny_path, max_running_requests=1)
+    prompt = list(range(3, 35))  # 4 pages of 8
+    params = SamplingFields(temperature=0, max_tokens=2, ignore_eos=True)
+    engine.add_request("first", prompt, params)
+    engine.add_request("second", prompt, params)  # waits: one request runs at a time
+    firsts: dict[str, object] = {}
+    while engine.has_unfinished():
+        for output in engine.step():
+            firsts.setdefault(output.request_id, output)
+    assert firsts["first"].queue_time_s >= 0
+    assert firsts["second"].queue_time_s > firsts["first"].queue_time_s  # it waited for the first to end
+    assert firsts["second"].num_cached_tokens == 24  # 3 full pages; the last token is always computed
+    stats = engine.stats()
+    assert (stats["num_prompt_tokens"], stats["num_cached_prompt_tokens"]) == (64, 24)
