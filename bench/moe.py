@@ -107,14 +107,12 @@ async def skewed_load(url: str, concurrency: int, count: int, new: int, seed: in
 def window_balancedness(url: str) -> tuple[float, float]:
     """(sum, count) of the per-pass balancedness summary, summed over the ranks."""
     import httpx
+    from prometheus_client.parser import text_string_to_metric_families
 
     text = httpx.get(url + "/metrics", timeout=30).text
-    total = count = 0.0
-    for line in text.splitlines():
-        if line.startswith("roleserve_eplb_balancedness_sum{"):
-            total += float(line.rsplit(" ", 1)[1])
-        elif line.startswith("roleserve_eplb_balancedness_count{"):
-            count += float(line.rsplit(" ", 1)[1])
+    summary = next(f for f in text_string_to_metric_families(text) if f.name == "roleserve_eplb_balancedness")
+    total = sum(s.value for s in summary.samples if s.name.endswith("_sum"))
+    count = sum(s.value for s in summary.samples if s.name.endswith("_count"))
     return total, count
 
 

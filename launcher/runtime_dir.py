@@ -68,5 +68,12 @@ def remove_stale_runtime_dirs(parent: str) -> list[str]:
     return removed
 
 
+def make_metrics_dir(path: str) -> None:
+    """An empty private dir for the tokenizers' metric files: whatever an earlier run left there is wiped,
+    or a scrape would add it to this run's counts."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.mkdir(path, 0o700)
+
+
 def remove_runtime_dir(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)

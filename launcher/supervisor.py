@@ -15,7 +15,7 @@ from launcher.children import ChildProcesses, describe_child_exit
 from launcher.inspect_gather import InspectGatherer
 from launcher.port_check import http_port_problem
 from launcher.role_list import LAUNCHER, ROLES
-from launcher.runtime_dir import make_runtime_dir, remove_runtime_dir
+from launcher.runtime_dir import make_metrics_dir, make_runtime_dir, remove_runtime_dir
 from launcher.topology import child_specs, endpoints_for, num_schedulers
 from roles.child_process import ChildSpec
 from roles.curve import stop_authenticator
@@ -80,6 +80,7 @@ class Supervisor:
             )
         self.runtime_dir = make_runtime_dir(self.settings.runtime_dir)
         self.endpoints = endpoints_for(self.runtime_dir, persistent)
+        make_metrics_dir(self.endpoints.metrics_dir)
         self.ep_store = None  # with ray actors as expert-parallel ranks: where they meet
         if self.endpoints.tcp is not None and self.endpoints.tcp.ep_store is not None:
             from launcher.ep_store import host_ep_store

@@ -96,6 +96,12 @@ class Endpoints:
         return self.tcp.address(self.tcp.dp_load) if self.tcp else self._ipc("dp_controller.load")
 
     @property
+    def metrics_dir(self) -> str:
+        """Where the tokenizer workers record their Prometheus metrics (prometheus_client's multiprocess
+        files), so a scrape of any worker shows them all; the launcher creates it empty."""
+        return f"{self.runtime_dir}/prometheus"
+
+    @property
     def ep_rendezvous(self) -> str:
         """The file through which expert-parallel ranks find each other (a torch.distributed FileStore)."""
         return f"{self.runtime_dir}/expert_parallel.store"

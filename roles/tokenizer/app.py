@@ -6,10 +6,10 @@ import time
 
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from roles.tokenizer import openapi_responses as declared
-from roles.tokenizer.balancedness_metrics import balancedness_lines, rebalance_lines
 from roles.tokenizer.chat import create_chat_completion
 from roles.tokenizer.completions import create_completion
 from roles.tokenizer.embeddings import EmbeddingRequest, create_embeddings
@@ -89,17 +89,9 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
     async def metrics():
         if not state.settings.metrics_enabled:
             raise OpenAIError(404, "metrics are disabled (observability.metrics: false)")
-        state.metrics.update_scheduler_load(state.client.scheduler_load)
-        state.metrics.in_flight.set(state.client.num_in_flight, "tokenizer", state.metrics.instance)
-        if state.embed_client is not None:
-            num_embeddings = len(state.embed_client.waiting)
-            state.metrics.embeddings_in_flight.set(num_embeddings, "tokenizer", state.metrics.instance)
-        state.metrics.dropped_frames.set(state.client.frames.num_dropped, "tokenizer", state.metrics.instance)
-        text = state.metrics.render()
-        if state.settings.exports_expert_balancedness:
-            text += balancedness_lines(state.client.scheduler_load)
-        text += rebalance_lines(state.client.scheduler_load)
-        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+        state.note_worker_metrics()  # this worker's own figures are fresh; the others' as of their last write
+        text = state.metrics.render(state.client.scheduler_load, state.settings.exports_expert_balancedness)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/admin/expert_distribution/{action}", responses=declared.EXPERT_DISTRIBUTION)
     async def expert_distribution(action: str):

@@ -61,3 +61,8 @@ class FrontState:
     unavailable: list[str] = field(default_factory=list)
     num_active_http: int = 0
     created: int = 0
+
+    def note_worker_metrics(self) -> None:
+        """Write this worker's in-flight counts and dropped frames where every worker's scrape reads them."""
+        num_embeddings = len(self.embed_client.waiting) if self.embed_client is not None else 0
+        self.metrics.note_worker(self.client.num_in_flight, num_embeddings, self.client.frames.num_dropped)

@@ -119,7 +119,7 @@ class HTTPGuard:
                     await self.too_large(scope, receive, send_and_note_status)
         finally:
             state.num_active_http -= 1
-            state.metrics.requests.inc("tokenizer", self.route_label(scope), str(status))
+            state.metrics.requests.labels("tokenizer", self.route_label(scope), str(status)).inc()
             if state.settings.log_requests and path not in UNLOGGED_PATHS:
                 log.info(record.line(scope["method"], path, status, time.monotonic() - started))
 

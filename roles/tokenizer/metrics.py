@@ -1,143 +1,116 @@
-"""A small Prometheus text-format registry: counters, gauges and histograms with labels."""
+"""What /metrics shows, through prometheus_client. Every series is labelled with the role that measured it.
+
+The tokenizer workers share one port, so a scrape reaches any one of them: what they record (requests,
+latencies, tokens, their own in-flight counts) goes to files in a directory they share (multiprocess
+mode), and a scrape adds up every worker's files. What the schedulers report (every worker receives every
+LoadReport) is read at scrape time by collectors instead, never summed across workers.
+"""
 
 from __future__ import annotations
 
-import bisect
-import threading
-from collections import defaultdict
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from roles.protocol import LoadReport
+from roles.tokenizer.balancedness_metrics import BalancednessCollector, RebalanceCollector
+from roles.tokenizer.metrics_dir import share_metrics_dir
+from roles.tokenizer.scheduler_metrics import SchedulerLoadCollector
 
-LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
-
-
-def _labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
-    if not names:
-        return ""
-    inner = ",".join(f'{n}="{v}"' for n, v in zip(names, values, strict=True))
-    return "{" + inner + "}"
+LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
-class _Metric:
-    kind = ""
-
-    def __init__(self, name: str, doc: str, labels: tuple[str, ...] = ()):
-        self.name, self.doc, self.label_names = name, doc, labels
-        self._lock = threading.Lock()
-
-    def header(self) -> list[str]:
-        return [f"# HELP {self.name} {self.doc}", f"# TYPE {self.name} {self.kind}"]
-
-
-class Counter(_Metric):
-    kind = "counter"
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.values: dict[tuple[str, ...], float] = defaultdict(float)
-
-    def inc(self, *labels: str, amount: float = 1.0) -> None:
-        with self._lock:
-            self.values[labels] += amount
-
-    def render(self) -> list[str]:
-        return self.header() + [
-            f"{self.name}{_labels(self.label_names, k)} {v:g}" for k, v in sorted(self.values.items())
-        ]
-
-
-class Gauge(Counter):
-    kind = "gauge"
-
-    def set(self, value: float, *labels: str) -> None:
-        with self._lock:
-            self.values[labels] = value
-
-
-class Histogram(_Metric):
-    kind = "histogram"
-
-    def __init__(self, name: str, doc: str, labels: tuple[str, ...] = (), buckets=LATENCY_BUCKETS_S):
-        super().__init__(name, doc, labels)
-        self.buckets = tuple(buckets)
-        self.counts: dict[tuple[str, ...], list[int]] = {}
-        self.sums: dict[tuple[str, ...], float] = defaultdict(float)
-
-    def observe(self, value: float, *labels: str) -> None:
-        with self._lock:
-            counts = self.counts.setdefault(labels, [0] * (len(self.buckets) + 1))
-            counts[bisect.bisect_left(self.buckets, value)] += 1
-            self.sums[labels] += value
-
-    def render(self) -> list[str]:
-        lines = self.header()
-        names = (*self.label_names, "le")
-        for labels, counts in sorted(self.counts.items()):
-            running = 0
-            for bound, count in zip((*self.buckets, float("inf")), counts, strict=True):
-                running += count
-                le = "+Inf" if bound == float("inf") else f"{bound:g}"
-                lines.append(f"{self.name}_bucket{_labels(names, (*labels, le))} {running}")
-            lines.append(f"{self.name}_sum{_labels(self.label_names, labels)} {self.sums[labels]:g}")
-            lines.append(f"{self.name}_count{_labels(self.label_names, labels)} {running}")
-        return lines
+def _histogram(name: str, doc: str, role: str) -> Histogram:
+    return Histogram(name, doc, ("role",), buckets=LATENCY_BUCKETS_S, registry=None).labels(role)
 
 
 class ServingMetrics:
-    """Everything /metrics shows. Labels carry the role (and instance) that measured each figure."""
+    """The tokenizer's metrics collector (observability.stat_loggers may name a subclass). A subclass adds
+    a metric of its own by building it in __init__ with ``registry=None`` (it is then recorded in the shared
+    files like these) or by adding a collector read at scrape time in ``collectors``."""
 
-    def __init__(self, instance: int):
+    def __init__(self, instance: int, metrics_dir: str):
+        share_metrics_dir(metrics_dir)  # before any metric is built
+        self.metrics_dir = metrics_dir
         self.instance = str(instance)
+        # Recorded metrics are registered nowhere: a scrape reads them from the files (render).
         self.requests = Counter(
-            "roleserve_requests_total", "HTTP requests by endpoint and status", ("role", "endpoint", "status")
+            "roleserve_requests",
+            "HTTP requests by route and status",
+            ("role", "endpoint", "status"),
+            registry=None,
         )
-        self.latency = Histogram(
-            "roleserve_request_latency_seconds", "End-to-end request latency", ("role", "endpoint")
+        self.e2e_latency = Histogram(
+            "roleserve_e2e_request_latency_seconds",
+            "Completion requests from arrival to the last token",
+            ("role", "endpoint"),
+            buckets=LATENCY_BUCKETS_S,
+            registry=None,
         )
-        self.ttft = Histogram("roleserve_time_to_first_token_seconds", "Time to first token", ("role",))
-        self.prompt_tokens = Counter("roleserve_prompt_tokens_total", "Prompt tokens processed", ("role",))
+        self.ttft = _histogram("roleserve_time_to_first_token_seconds", "Time to first token", "tokenizer")
+        self.itl = _histogram(
+            "roleserve_inter_token_latency_seconds",
+            "Time between consecutive tokens of a choice",
+            "tokenizer",
+        )
+        # Measured by the scheduler (sent on a request's first token), recorded here.
+        self.queue_time = _histogram(
+            "roleserve_request_queue_time_seconds",
+            "Time a request waited before it was first scheduled",
+            "scheduler",
+        )
+        self.prompt_tokens = Counter(
+            "roleserve_prompt_tokens", "Prompt tokens processed", ("role",), registry=None
+        ).labels("tokenizer")
         self.generated_tokens = Counter(
-            "roleserve_generation_tokens_total", "Tokens generated (rate() gives tokens/s)", ("role",)
+            "roleserve_generation_tokens",
+            "Tokens generated (rate() gives tokens/s)",
+            ("role",),
+            registry=None,
+        ).labels("tokenizer")
+        # One writer per instance label; a restarted worker's predecessor is forgotten (share_metrics_dir).
+        self.in_flight = self._worker_gauge(
+            "roleserve_requests_in_flight", "Requests in flight in a tokenizer"
         )
-        self.in_flight = Gauge(
-            "roleserve_requests_in_flight", "Requests in flight in this tokenizer", ("role", "instance")
+        self.embeddings_in_flight = self._worker_gauge(
+            "roleserve_embeddings_in_flight", "Embeddings a tokenizer waits on an encoder for"
         )
-        self.embeddings_in_flight = Gauge(
-            "roleserve_embeddings_in_flight", "Embeddings waiting for an encoder", ("role", "instance")
-        )
-        self.queue_depth = Gauge(
-            "roleserve_scheduler_queue_depth", "Requests waiting in a scheduler", ("role", "instance")
-        )
-        self.running = Gauge(
-            "roleserve_scheduler_running_requests", "Requests decoding in a scheduler", ("role", "instance")
-        )
-        self.kv_usage = Gauge(
-            "roleserve_kv_cache_usage_ratio", "Fraction of KV-cache pages in use", ("role", "instance")
-        )
-        self.dropped_frames = Gauge(
-            "roleserve_dropped_frames_total", "Malformed IPC frames dropped", ("role", "instance")
-        )
+        self.dropped_frames = Counter(
+            "roleserve_tokenizer_dropped_frames",
+            "Malformed IPC frames a tokenizer dropped",
+            ("role", "instance"),
+            registry=None,
+        ).labels("tokenizer", self.instance)
+        self._num_dropped_counted = 0
 
-    def update_scheduler_load(self, reports: dict[int, LoadReport]) -> None:
-        for instance, report in reports.items():
-            label = ("scheduler", str(instance))
-            self.queue_depth.set(report.num_waiting, *label)
-            self.running.set(report.num_running, *label)
-            self.dropped_frames.set(report.num_dropped_frames, *label)
-            self.kv_usage.set(report.kv_usage, *label)
+    def _worker_gauge(self, name: str, doc: str):
+        gauge = Gauge(name, doc, ("role", "instance"), multiprocess_mode="livemostrecent", registry=None)
+        child = gauge.labels("tokenizer", self.instance)
+        child.set(0)  # a most-recent gauge shows nothing until it is set
+        return child
 
-    def render(self) -> str:
-        metrics = (
-            self.requests,
-            self.latency,
-            self.ttft,
-            self.prompt_tokens,
-            self.generated_tokens,
-            self.in_flight,
-            self.embeddings_in_flight,
-            self.queue_depth,
-            self.running,
-            self.kv_usage,
-            self.dropped_frames,
-        )
-        return "\n".join(line for metric in metrics for line in metric.render()) + "\n"
+    def note_worker(self, num_in_flight: int, num_embeddings_in_flight: int, num_dropped_frames: int) -> None:
+        """This worker's own figures, written where every worker's scrape reads them."""
+        self.in_flight.set(num_in_flight)
+        self.embeddings_in_flight.set(num_embeddings_in_flight)
+        self.dropped_frames.inc(num_dropped_frames - self._num_dropped_counted)
+        self._num_dropped_counted = num_dropped_frames
+
+    def note_completion(self, endpoint: str, num_tokens: int, seconds: float) -> None:
+        """A completion request ended (however it ended) after ``seconds`` with ``num_tokens`` generated."""
+        self.generated_tokens.inc(num_tokens)
+        self.e2e_latency.labels("tokenizer", endpoint).observe(seconds)
+
+    def collectors(self, reports: dict[int, LoadReport], exports_balancedness: bool) -> list:
+        """What a scrape reads besides the shared files: the schedulers' latest load reports."""
+        found = [SchedulerLoadCollector(reports), RebalanceCollector(reports)]
+        if exports_balancedness:
+            found.append(BalancednessCollector(reports))
+        return found
+
+    def render(self, reports: dict[int, LoadReport], exports_balancedness: bool = False) -> bytes:
+        """The Prometheus text exposition (prometheus_client.CONTENT_TYPE_LATEST) of one scrape."""
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, self.metrics_dir)
+        for collector in self.collectors(reports, exports_balancedness):
+            registry.register(collector)
+        return generate_latest(registry)

@@ -36,6 +36,7 @@ from runtime_context.collectors import resolve_collector_class
 from runtime_context.inspect_report import live_entry
 
 log = logging.getLogger("roleserve.tokenizer")
+WORKER_METRICS_EVERY_S = 0.1  # how stale a scrape may see another worker's in-flight counts
 
 
 def bind_listener(host: str, port: int) -> socket.socket:
@@ -101,6 +102,13 @@ class ControlChannel:
             await asyncio.sleep(HEARTBEAT_EVERY_S)
 
 
+async def note_worker_metrics(state: FrontState) -> None:
+    """Keep this worker's in-flight counts fresh for scrapes that reach another worker."""
+    while True:
+        state.note_worker_metrics()
+        await asyncio.sleep(WORKER_METRICS_EVERY_S)
+
+
 async def serve(link: ChildLink) -> None:
     model, http = get_model(), get_http()
     tokenizer = load_text_tokenizer(model.path)
@@ -108,9 +116,8 @@ async def serve(link: ChildLink) -> None:
     client = EngineClient(link.endpoints, link.spec.instance, context)
     settings = FrontSettings.from_context()
     metrics_class = resolve_collector_class(link.spec.role, ServingMetrics)  # observability.stat_loggers
-    state = FrontState(
-        settings, tokenizer, client, metrics_class(link.spec.instance), created=int(time.time())
-    )
+    metrics = metrics_class(link.spec.instance, link.endpoints.metrics_dir)
+    state = FrontState(settings, tokenizer, client, metrics, created=int(time.time()))
     state.unavailable = [STARTING]  # until the launcher says every role requests wait on is ready
     if link.endpoints.num_encoders:
         state.embed_client = EmbedClient(link.endpoints, link.spec.instance, context)
@@ -123,7 +130,7 @@ async def serve(link: ChildLink) -> None:
     server.install_signal_handlers = lambda: None  # the launcher owns signals
     control = ControlChannel(link, state, server)
     state.inspect = control.inspect_all
-    loops = [client.receive_forever(), control.run(), control.heartbeat()]
+    loops = [client.receive_forever(), control.run(), control.heartbeat(), note_worker_metrics(state)]
     if state.embed_client is not None:
         loops.append(state.embed_client.receive_forever())
     tasks = [asyncio.ensure_future(loop) for loop in loops]

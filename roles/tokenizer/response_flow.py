@@ -48,7 +48,7 @@ class FlowSpec:
     body_object: str  # "text_completion" | "chat.completion"
     chunk_object: str  # "text_completion" | "chat.completion.chunk"
     # The endpoint's own choice shapes: one streamed delta (is it the choice's first?), and every result.
-    make_chunk_choice: Callable[[Delta, bool], dict]
+    make_chunk_choice: Callable[[Delta, bool], dict | None]
     make_choices: Callable[[list[ChoiceResult]], list[dict]]
     grammar: str | None = None  # every choice's output matches it (structured_output)
     created: int = field(default_factory=lambda: int(time.time()))
@@ -106,7 +106,7 @@ async def run_flow(state: FrontState, request: Request, spec: FlowSpec, record: 
     """Start every choice (a refusal is an error status, also for streams), then stream or collect."""
     metrics, started_at = state.metrics, time.monotonic()
     record.num_prompt_tokens = sum(len(p) for p in spec.prompts) * spec.n
-    metrics.prompt_tokens.inc("tokenizer", amount=record.num_prompt_tokens)
+    metrics.prompt_tokens.inc(record.num_prompt_tokens)
     if spec.stream:
         started = await _unless_disconnected(
             state, request, start_choices(state.client, _choice_requests(spec), spec.grammar)
@@ -115,8 +115,7 @@ async def run_flow(state: FrontState, request: Request, spec: FlowSpec, record: 
     results = await _unless_disconnected(state, request, _start_and_collect(state, spec, started_at))
     num_tokens = sum(r.num_tokens for r in results)
     record.note_results(num_tokens, [r.finish_reason for r in results])
-    metrics.generated_tokens.inc("tokenizer", amount=num_tokens)
-    metrics.latency.observe(time.monotonic() - started_at, "tokenizer", spec.endpoint)
+    metrics.note_completion(spec.endpoint, num_tokens, time.monotonic() - started_at)
     cached = {r.index: r.num_cached_tokens for r in results}
     usage = _usage(spec, num_tokens, cached)
     return JSONResponse(spec.envelope(spec.body_object, spec.make_choices(results), usage))
@@ -126,7 +125,7 @@ async def _start_and_collect(state: FrontState, spec: FlowSpec, started_at: floa
     started = await start_choices(state.client, _choice_requests(spec), spec.grammar)
     deltas = _deltas(state, spec, started)
     try:
-        return await collect(_observe_first_token(state, deltas, started_at), len(started))
+        return await collect(_observe_token_times(state, started, deltas, started_at), len(started))
     finally:
         await deltas.aclose()
 
@@ -170,12 +169,25 @@ class _ChoicesStream(StreamingResponse):
                 await self.client.abort(choice.request_id)
 
 
-async def _observe_first_token(state: FrontState, deltas: AsyncIterator[Delta], started: float):
-    is_first = True
+async def _observe_token_times(
+    state: FrontState, started: list[StartedChoice], deltas: AsyncIterator[Delta], started_at: float
+):
+    """Record each choice's queue time (the scheduler measured it), the request's time to first token and
+    the time between consecutive tokens of each choice."""
+    metrics = state.metrics
+    for choice in started:
+        if choice.first.queue_time_s is not None:
+            metrics.queue_time.observe(choice.first.queue_time_s)
+    last_token_at: dict[int, float] = {}  # choice index -> when its latest token came
     async for delta in deltas:
-        if is_first and delta.tokens:
-            state.metrics.ttft.observe(time.monotonic() - started, "tokenizer")
-            is_first = False
+        if delta.tokens:
+            now = time.monotonic()
+            previous = last_token_at.get(delta.index)
+            if previous is not None:
+                metrics.itl.observe(now - previous)
+            elif not last_token_at:
+                metrics.ttft.observe(now - started_at)
+            last_token_at[delta.index] = now
         yield delta
 
 
@@ -188,7 +200,7 @@ async def _sse(
     finish_reasons: dict[int, str] = {}
     cached: dict[int, int] = {}
     try:
-        async for delta in _observe_first_token(state, deltas, started_at):
+        async for delta in _observe_token_times(state, started, deltas, started_at):
             num_tokens += len(delta.tokens)
             if delta.num_cached_tokens is not None:
                 cached[delta.index] = delta.num_cached_tokens
@@ -196,7 +208,9 @@ async def _sse(
             first_seen.add(delta.index)
             if delta.finish_reason is not None:
                 finish_reasons[delta.index] = delta.finish_reason
-            yield _event(spec.envelope(spec.chunk_object, [spec.make_chunk_choice(delta, is_first)]))
+            choice = spec.make_chunk_choice(delta, is_first)
+            if choice is not None:  # None: the endpoint holds this text back for now (tool calls)
+                yield _event(spec.envelope(spec.chunk_object, [choice]))
         if spec.include_usage:
             yield _event(spec.envelope(spec.chunk_object, [], _usage(spec, num_tokens, cached)))
     except OpenAIError as error:
@@ -207,8 +221,7 @@ async def _sse(
     finally:
         await deltas.aclose()  # a disconnected client cancels us here: the scheduler aborts at once
         record.note_results(num_tokens, [finish_reasons.get(i) for i in range(len(started))])
-        state.metrics.generated_tokens.inc("tokenizer", amount=num_tokens)
-        state.metrics.latency.observe(time.monotonic() - started_at, "tokenizer", spec.endpoint)
+        state.metrics.note_completion(spec.endpoint, num_tokens, time.monotonic() - started_at)
     yield b"data: [DONE]\n\n"
 
 

@@ -3,10 +3,10 @@ tiny model whose requests can run for minutes (to hold a scheduler busy while a 
 
 from __future__ import annotations
 
-import re
 import time
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.tiny_checkpoint import write_tiny_llama
 
@@ -14,10 +14,7 @@ from tests.tiny_checkpoint import write_tiny_llama
 LONG_CONTEXT = 65536
 LONG_MAX_TOKENS = 60000
 
-_GAUGE = re.compile(
-    r'^roleserve_scheduler_(running_requests|queue_depth)\{role="scheduler",instance="(\d+)"\} (\S+)$',
-    re.MULTILINE,
-)
+_FIELDS = {"roleserve_scheduler_running_requests": 0, "roleserve_scheduler_waiting_requests": 1}  # -> index
 
 
 def write_long_context_llama(path):
@@ -27,8 +24,10 @@ def write_long_context_llama(path):
 def scheduler_load(url: str) -> dict[int, tuple[int, int]]:
     """Scheduler instance -> (running, waiting), from the latest LoadReports a tokenizer received."""
     load: dict[int, list[int]] = {}
-    for name, instance, value in _GAUGE.findall(httpx.get(url + "/metrics", timeout=30).text):
-        load.setdefault(int(instance), [0, 0])[0 if name == "running_requests" else 1] = int(float(value))
+    for family in text_string_to_metric_families(httpx.get(url + "/metrics", timeout=30).text):
+        for sample in family.samples if family.name in _FIELDS else ():
+            instance = int(sample.labels["instance"])
+            load.setdefault(instance, [0, 0])[_FIELDS[family.name]] = int(sample.value)
     return {instance: (running, waiting) for instance, (running, waiting) in load.items()}
 
 

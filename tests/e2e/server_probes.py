@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from serve_harness import ServeProcess
 
 DEADLINE_S = 60
@@ -23,10 +23,19 @@ def wait_until(condition, what: str, server: ServeProcess, timeout_s: float = DE
         time.sleep(0.02)
 
 
+def series(name: str, **labels) -> str:
+    """How `metrics` names one sample: its name, then its labels sorted by name."""
+    return name + "{" + ",".join(f'{key}="{value}"' for key, value in sorted(labels.items())) + "}"
+
+
 def metrics(server: ServeProcess) -> dict[str, float]:
-    """One /metrics snapshot: series (name with labels) -> value."""
+    """One /metrics snapshot, parsed by prometheus_client: series(name, **labels) -> value."""
     text = httpx.get(server.url + "/metrics", timeout=30).text
-    return {name: float(value) for name, value in re.findall(r"^([^#\s]\S*) (\S+)$", text, re.MULTILINE)}
+    return {
+        series(sample.name, **sample.labels): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
 
 
 def pid_of(server: ServeProcess, role: str, instance: int | None = None) -> int:

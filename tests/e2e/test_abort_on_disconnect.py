@@ -16,14 +16,12 @@ import threading
 import httpx
 import pytest
 from serve_harness import ServeProcess
-from server_probes import DEADLINE_S, metrics, paused, pid_of, wait_until
+from server_probes import DEADLINE_S, metrics, paused, pid_of, series, wait_until
 
 from conftest import tiny_config
 
 WITNESS = {"model": "tiny", "prompt": "Hello", "max_tokens": 1900, "temperature": 0, "ignore_eos": True}
 LEAVING = {**WITNESS, "prompt": "Hello there"}
-SCHEDULER = '{role="scheduler",instance="0"}'
-TOKENIZER = '{role="tokenizer",instance="0"}'
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +38,9 @@ def scheduler(server) -> int:
 def load(server: ServeProcess) -> dict[str, float]:
     now = metrics(server)
     return {
-        "running": now.get("roleserve_scheduler_running_requests" + SCHEDULER, 0),
-        "waiting": now.get("roleserve_scheduler_queue_depth" + SCHEDULER, 0),
-        "in_flight": now.get("roleserve_requests_in_flight" + TOKENIZER, 0),
+        "running": now.get(series("roleserve_scheduler_running_requests", role="scheduler", instance=0), 0),
+        "waiting": now.get(series("roleserve_scheduler_waiting_requests", role="scheduler", instance=0), 0),
+        "in_flight": now.get(series("roleserve_requests_in_flight", role="tokenizer", instance=0), 0),
     }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import openai
 import pytest
 from serve_harness import ServeProcess
-from server_probes import metrics, paused, pid_of, wait_until
+from server_probes import metrics, paused, pid_of, series, wait_until
 
 from conftest import tiny_config
 from roles.encoder.encoder_model import EncoderModel
@@ -89,7 +89,7 @@ def test_an_embedding_batch_in_the_encoder_does_not_hold_up_completions(server):
         done["embedding"] = httpx.post(server.url + "/v1/embeddings", json=big, timeout=300)
 
     worker = threading.Thread(target=embed, daemon=True)
-    waiting = 'roleserve_embeddings_in_flight{role="tokenizer",instance="0"}'
+    waiting = series("roleserve_embeddings_in_flight", role="tokenizer", instance=0)
     # The encoder is paused: the batch cannot finish before the completion, however fast either runs.
     with paused(pid_of(server, "encoder")):
         worker.start()

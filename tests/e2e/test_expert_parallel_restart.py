@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from serve_harness import ServeProcess
-from server_probes import metrics, pid_of, wait_until
+from server_probes import metrics, pid_of, series, wait_until
 
 from conftest import tiny_config
 from tests.moe_checkpoint import write_tiny_mixtral
@@ -24,7 +24,7 @@ def complete(server: ServeProcess, prompt: str, max_tokens: int) -> httpx.Respon
 def running_on_each_rank(server: ServeProcess) -> list[int]:
     samples = metrics(server)
     return [
-        int(samples.get(f'roleserve_scheduler_running_requests{{role="scheduler",instance="{rank}"}}', 0))
+        int(samples.get(series("roleserve_scheduler_running_requests", role="scheduler", instance=rank), 0))
         for rank in (0, 1)
     ]
 

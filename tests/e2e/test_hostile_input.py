@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 from serve_harness import ServeProcess
-from server_probes import metrics
+from server_probes import metrics, series
 
 from conftest import tiny_config
 
@@ -47,7 +47,7 @@ def test_each_is_a_400_naming_the_field(server, path, body, param):
 def test_none_stays_in_flight_and_the_server_still_answers(server):
     for path, body, _ in CASES * 2:
         httpx.post(server.url + path, content=body, headers={"content-type": "application/json"}, timeout=30)
-    assert metrics(server)['roleserve_requests_in_flight{role="tokenizer",instance="0"}'] == 0
+    assert metrics(server)[series("roleserve_requests_in_flight", role="tokenizer", instance=0)] == 0
     body = {"model": "tiny", "prompt": "Hello", "max_tokens": 2}
     assert httpx.post(server.url + "/v1/completions", json=body, timeout=30).status_code == 200
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import httpx
 import msgspec
 import zmq
 from serve_harness import ServeProcess
+from server_probes import metrics, series
 
 from conftest import tiny_config
 
@@ -28,9 +27,8 @@ def test_garbage_frames_are_dropped_counted_and_harmless(tiny_model, tmp_path):
         context.term()
         body = {"model": "tiny", "prompt": "Hello", "max_tokens": 4, "temperature": 0}
         assert httpx.post(server.url + "/v1/completions", json=body, timeout=30).status_code == 200
-        text = httpx.get(server.url + "/metrics").text
-        dropped = re.search(r'roleserve_dropped_frames_total\{role="scheduler",instance="0"\} (\d+)', text)
-        assert dropped and int(dropped.group(1)) == 3
+        dropped = series("roleserve_scheduler_dropped_frames_total", role="scheduler", instance=0)
+        assert metrics(server)[dropped] == 3
 
 
 def test_two_tokenizer_workers_share_one_port(tiny_model, tmp_path):

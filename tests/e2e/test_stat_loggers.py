@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import httpx
 from serve_harness import ServeProcess
+from server_probes import metrics, series
 
 from conftest import tiny_config
 from tests.guards.project_files import ROOT
@@ -14,6 +14,9 @@ def test_the_front_collects_metrics_with_the_registered_class(tiny_model, tmp_pa
         tiny_model, observability={"stat_loggers": {"tokenizer": "tests.collector_examples:CountingMetrics"}}
     )
     with ServeProcess(tmp_path, config, env={"PYTHONPATH": str(ROOT)}) as server:
-        metrics = httpx.get(server.url + "/metrics", timeout=30).text
-        assert "# collected by tests.collector_examples.CountingMetrics" in metrics
-        assert "roleserve_requests_total" in metrics  # the subclass still renders everything the front does
+        metrics(server)
+        samples = metrics(server)
+        # The subclass's own counter: each scrape counts itself before it renders ...
+        assert samples[series("collector_examples_scrapes_total", role="tokenizer", instance=0)] == 2
+        # ... beside everything the front renders.
+        assert series("roleserve_scheduler_running_requests", role="scheduler", instance=0) in samples

@@ -8,6 +8,7 @@ string (a rejected request)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Tokens:
     ids: list[int]
     finish_reason: str | None = "length"  # None: the request is still running after these tokens
     num_cached_tokens: int = 0  # what the prefix cache held of the prompt, sent with the first token
+    queue_time_s: float = 0.25  # how long the request waited in the scheduler, sent with the first token
 
 
 Reply = Tokens | Overloaded | str
@@ -78,6 +80,7 @@ class ScriptedScheduler:
                         None,
                         reply.finish_reason if is_last else None,
                         num_cached_tokens=reply.num_cached_tokens if position == 0 else None,
+                        queue_time_s=reply.queue_time_s if position == 0 else None,
                     )
                     await self.results.send(encode(TokenBatch([event])))
             report = LoadReport(0, len(self.generates), 0, 1, 10, finished=[message.request_id])
@@ -111,7 +114,9 @@ class FrontWithPeer:
         self.endpoints = Endpoints(self.runtime_dir, num_tokenizers=1, dp_size=1)
         self.context = zmq.asyncio.Context()
         client = EngineClient(self.endpoints, 0, self.context)
-        self.state = FrontState(front_settings(**settings), tokenizer, client, ServingMetrics(0))
+        os.mkdir(self.endpoints.metrics_dir)
+        metrics = ServingMetrics(0, self.endpoints.metrics_dir)
+        self.state = FrontState(front_settings(**settings), tokenizer, client, metrics)
         self.peer = ScriptedScheduler(self.endpoints, self.context, script)
 
     async def __aenter__(self) -> FrontWithPeer:

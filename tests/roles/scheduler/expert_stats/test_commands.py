@@ -8,7 +8,7 @@ from roles.scheduler.expert_stats.commands import merge_rank_dumps, run_recordin
 from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.expert_stats.recorder import make_recorder
 from roles.scheduler.expert_stats.reporter import BalancednessReporter
-from roles.tokenizer.balancedness_metrics import balancedness_lines
+from roles.tokenizer.balancedness_metrics import BalancednessCollector, RebalanceCollector
 
 PLACEMENT = ExpertPlacement.contiguous(num_layers=1, num_experts=4, num_ranks=2)
 
@@ -36,18 +36,34 @@ def test_an_off_recorder_and_an_unknown_action_answer_with_an_error(tmp_path):
     assert bad.error == "unknown action 'rewind'"
 
 
-def test_the_front_renders_what_the_scheduler_reported():
+def _samples(collector) -> dict[str, float]:
+    """'name{label=value,...}' (labels in name order) -> value, of every family the collector yields."""
+    return {
+        sample.name + "{" + ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items())) + "}": sample.value
+        for family in collector.collect()
+        for sample in family.samples
+    }
+
+
+def test_the_front_collects_what_the_scheduler_reported():
     reporter = BalancednessReporter(PLACEMENT, log_every=None, exports=True)
     reporter.observe(0, torch.tensor([[3, 1, 0, 0]]))  # rank 0 computed 4 tokens, rank 1 none
     report = LoadReport(1, 0, 0, 0, 1, expert_balancedness=reporter.snapshot())
-    text = balancedness_lines({1: report})
-    assert 'roleserve_eplb_balancedness_count{role="scheduler",instance="1"} 1' in text
-    assert 'roleserve_eplb_balancedness_sum{role="scheduler",instance="1"} 0.5' in text
-    assert 'roleserve_eplb_tokens_per_rank_bucket{role="scheduler",instance="1",layer="0",le="1"} 1' in text
-    assert 'roleserve_eplb_tokens_per_rank_bucket{role="scheduler",instance="1",layer="0",le="4"} 2' in text
-    assert 'roleserve_eplb_tokens_per_rank_sum{role="scheduler",instance="1",layer="0"} 4' in text
-    nothing = balancedness_lines({0: LoadReport(0, 0, 0, 0, 1)}).splitlines()
-    assert nothing and all(line.startswith("#") for line in nothing)  # headers only, no samples
+    samples = _samples(BalancednessCollector({1: report}))
+    assert samples["roleserve_eplb_balancedness_count{instance=1,role=scheduler}"] == 1
+    assert samples["roleserve_eplb_balancedness_sum{instance=1,role=scheduler}"] == pytest.approx(
+        0.5, abs=1e-5
+    )
+    assert samples["roleserve_eplb_tokens_per_rank_bucket{instance=1,layer=0,le=1.0,role=scheduler}"] == 1
+    assert samples["roleserve_eplb_tokens_per_rank_bucket{instance=1,layer=0,le=4.0,role=scheduler}"] == 2
+    assert samples["roleserve_eplb_tokens_per_rank_bucket{instance=1,layer=0,le=+Inf,role=scheduler}"] == 2
+    assert samples["roleserve_eplb_tokens_per_rank_sum{instance=1,layer=0,role=scheduler}"] == 4
+    assert _samples(BalancednessCollector({0: LoadReport(0, 0, 0, 0, 1)})) == {}  # families, no samples
+    assert _samples(RebalanceCollector({0: report})) == {}  # it cannot rebalance: no family at all
+    rebalancing = LoadReport(0, 0, 0, 0, 1, expert_rebalances={"applied": 2, "skipped": 1})
+    counts = _samples(RebalanceCollector({0: rebalancing}))
+    assert counts["roleserve_eplb_rebalances_total{instance=0,result=applied,role=scheduler}"] == 2
+    assert counts["roleserve_eplb_rebalances_total{instance=0,result=skipped,role=scheduler}"] == 1
 
 
 def test_the_dumps_of_expert_parallel_ranks_merge_pass_by_pass():
