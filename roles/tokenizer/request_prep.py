@@ -10,6 +10,7 @@ from roles.protocol import SamplingError, SamplingFields, validate_sampling
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.openai_errors import OpenAIError
 from roles.tokenizer.schemas import SamplingRequest
+from roles.tokenizer.tool_prompt import template_inputs
 
 
 def check_model(state: FrontState, model: str) -> None:
@@ -67,11 +68,16 @@ async def encode_text(state: FrontState, text: str, param: str, add_special_toke
     return await asyncio.to_thread(state.tokenizer.encode, text, add_special_tokens=add_special_tokens)
 
 
-async def chat_prompt_ids(state: FrontState, messages, add_generation_prompt: bool = True) -> list[int]:
-    """Chat messages (schemas.ChatMessage) through the model's chat template, as token ids."""
-    plain = [{"role": m.role, "content": m.text} for m in messages]
+async def chat_prompt_ids(
+    state: FrontState, messages, add_generation_prompt: bool = True, tools=None
+) -> list[int]:
+    """Chat messages (schemas.ChatMessage) and the tools offered (schemas.Tool, or None) through the model's
+    chat template, as token ids."""
+    plain, extra = template_inputs(messages, tools, getattr(state.tokenizer, "chat_template", None))
     try:
-        text = state.tokenizer.apply_chat_template(plain, add_generation_prompt=add_generation_prompt)
+        text = state.tokenizer.apply_chat_template(
+            plain, add_generation_prompt=add_generation_prompt, **extra
+        )
     except Exception as error:  # a template's raise_exception() names what is wrong with the conversation
         raise OpenAIError(
             400, f"chat template rejected the messages: {error}", "messages", "invalid_value"
