@@ -3,7 +3,10 @@ for a plain completion and for a chat (whose prompt is the model's own chat temp
 
 from __future__ import annotations
 
+import json
+
 import openai
+import pydantic
 import pytest
 from serve_harness import ServeProcess
 
@@ -61,3 +64,54 @@ def test_chat_answers_like_the_engine_on_the_templated_prompt(client, engine, to
     assert reply.choices[0].message.content == expected
     assert reply.usage.completion_tokens == num_tokens
     assert reply.choices[0].finish_reason == ("stop" if num_tokens < 16 else "length")
+
+
+class Color(pydantic.BaseModel):
+    name: str = pydantic.Field(max_length=20)
+    hex_code: str = pydantic.Field(pattern="^#[0-9a-f]{6}$")
+    is_primary: bool
+
+
+class Palette(pydantic.BaseModel):
+    colors: list[Color] = pydantic.Field(min_length=1, max_length=3)
+
+
+def test_the_openai_clients_parse_helper_gets_a_valid_object_from_the_real_model(client):
+    completion = client.chat.completions.parse(
+        model="smollm2",
+        messages=[{"role": "user", "content": "Give me a small palette of primary colors as JSON."}],
+        response_format=Palette,
+        max_tokens=200,
+        temperature=0,
+    )
+    assert completion.choices[0].finish_reason == "stop"
+    palette = completion.choices[0].message.parsed  # the client validated it against Palette's schema
+    assert isinstance(palette, Palette) and palette.colors
+
+
+def test_a_required_tool_call_from_the_real_model_parses(client):
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The current weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "maxLength": 40}},
+                "required": ["city"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    response = client.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": "What is the weather like in Paris?"}],
+        tools=[tool],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_tokens=60,
+        temperature=0,
+    )
+    call = response.choices[0].message.tool_calls[0]
+    assert response.choices[0].finish_reason == "tool_calls" and call.function.name == "get_weather"
+    assert set(json.loads(call.function.arguments)) == {"city"}
