@@ -26,7 +26,7 @@ from roles.scheduler.prefix_cache import PrefixCache
 from roles.scheduler.request import Request
 from roles.scheduler.sampler import Sampler
 from roles.scheduler.step_inputs import build_forward_batch
-from roles.scheduler.token_constraints import TokenConstraints, advance
+from roles.scheduler.token_constraints import GrammarFailure, TokenConstraints, advance
 
 if TYPE_CHECKING:
     from roles.scheduler.expert_parallel.shard import ShardFor
@@ -58,7 +58,8 @@ class TokenOutput:
     logprob: float | None = None  # of token_id
     top_logprobs: list[tuple[int, float]] | None = None  # [(token id, logprob)], highest first
     is_finished: bool = False
-    finish_reason: str | None = None  # "stop" | "length" | "abort"
+    finish_reason: str | None = None  # "stop" | "length" | "abort" | "error" (its grammar was refused)
+    error: str | None = None  # with "error": why
     num_cached_tokens: int | None = None  # on a request's first token: prompt tokens the prefix cache held
     queue_time_s: float | None = None  # on a request's first token: its wait before it was first scheduled
 
@@ -152,7 +153,7 @@ class Engine:
             raise ValueError(f"prompt token ids must be in [0, {self.shape.vocab_size})")
         request = Request(request_id, prompt_ids, params, next(self._arrivals), self.max_total_tokens)
         if grammar is not None:
-            request.matcher = self.constraints.matcher(grammar)
+            request.matcher = self.constraints.compile(grammar)  # settled by the request's first mask
         self.scheduler.add(request)
         self._requests[request_id] = request
 
@@ -184,7 +185,11 @@ class Engine:
                 self._run_pass(None)
             return outputs
         forward_batch: ForwardBatch = build_forward_batch(batch, self.config.page_size)
-        masks = self.constraints.start_masks([r.matcher for r in batch.requests])  # during the forward
+        samples = [  # the sequences this step computes to their last token: they get a token
+            r.num_computed_tokens + n == r.num_tokens
+            for r, n in zip(batch.requests, batch.num_new_tokens, strict=True)
+        ]
+        masks = self.constraints.start_masks(batch.requests, samples)  # made during the forward
         with torch.inference_mode():
             logits = self._run_pass(forward_batch)
             self.scheduler.on_computed(batch)
@@ -201,7 +206,10 @@ class Engine:
                 self.constraints.apply(logits, masks, rows)
             sampled = self.sampler.sample(logits, requests)
         for request, token_id, logprobs in zip(requests, sampled.token_ids, sampled.logprobs, strict=True):
-            outputs.append(self._append_token(request, token_id, logprobs))
+            if isinstance(request.matcher, GrammarFailure):
+                outputs.append(self._end(request, "error", request.matcher.message))
+            else:
+                outputs.append(self._append_token(request, token_id, logprobs))
         return outputs
 
     def _run_pass(self, forward_batch: ForwardBatch | None) -> torch.Tensor | None:
@@ -247,11 +255,19 @@ class Engine:
         elif request.num_output_tokens >= params.max_tokens or request.num_tokens >= request.max_total_tokens:
             reason = "length"
         if reason is not None:
-            self.scheduler.finish(request, reason)
-            del self._requests[request.request_id]
+            self._retire(request, reason)
             output.is_finished = True
             output.finish_reason = reason
         return output
+
+    def _end(self, request: Request, reason: str, error: str) -> TokenOutput:
+        """End a request that gets no token this step (its grammar was refused)."""
+        self._retire(request, reason)
+        return TokenOutput(request.request_id, None, is_finished=True, finish_reason=reason, error=error)
+
+    def _retire(self, request: Request, reason: str) -> None:
+        self.scheduler.finish(request, reason)
+        del self._requests[request.request_id]
 
     # ---- conveniences ---------------------------------------------------------------------------------
     def generate(

@@ -151,6 +151,7 @@ class SchedulerServer:
                 output.logprob,
                 output.top_logprobs,
                 output.finish_reason,
+                error=output.error,
                 num_cached_tokens=output.num_cached_tokens,
                 queue_time_s=output.queue_time_s,
             )

@@ -8,8 +8,12 @@ bias (0 or -inf per token, looked up 8 tokens per byte in a 256-row table: one g
 unpacking bits with tensor ops costs ten times more on a 49k vocabulary) applied before any penalty or
 filter. The matcher then takes the sampled token; a grammar that allows nothing more ends its request.
 
-The grammar engine needs every token's bytes: its tokenizer is built from the checkpoint's own on the first
-constrained request (about half a second for a 49k vocabulary), so servers that never see one never pay.
+A request's matcher is compiled in another thread from the moment it arrives (``compile``), so the step
+loop never waits for it while the prompt is prefilled; the first mask of the request waits for it if it
+is not ready by then. The grammar engine needs every token's bytes: its tokenizer is built from the
+checkpoint's own on the first constrained request (about half a second for a 49k vocabulary), so servers
+that never see one never pay. A grammar the engine refuses ends its request with an error ("error": a 400
+for the client), found at its first token.
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ _BYTE_BIASES = np.where(
 ).astype(np.float32)
 
 
+@dataclass(frozen=True)
+class GrammarFailure:
+    """What a request holds instead of a matcher when its grammar could not be compiled."""
+
+    message: str
+
+
 @dataclass
 class PendingMasks:
     """Masks being computed for the rows ``batch_rows`` of one batch (row i's words in ``words[i]``)."""
@@ -46,7 +57,8 @@ class TokenConstraints:
         self.num_words = (vocab_size + 31) // 32
         self._tokenizer: llguidance.LLTokenizer | None = None
         self._tokenizer_lock = threading.Lock()
-        self._worker: ThreadPoolExecutor | None = None
+        self._compiler = ThreadPoolExecutor(1, thread_name_prefix="grammar-compile")  # threads start lazily
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="token-masks")
 
     def _ll_tokenizer(self) -> llguidance.LLTokenizer:
         with self._tokenizer_lock:
@@ -67,23 +79,28 @@ class TokenConstraints:
                     raise ValueError(
                         f"the grammar engine cannot use this model's tokenizer: {error}"
                     ) from None
-                self._worker = ThreadPoolExecutor(1, thread_name_prefix="token-masks")
             return self._tokenizer
 
+    def compile(self, grammar: str) -> Future:
+        """Start making one request's matcher off the step loop (a Future of ``matcher(grammar)``)."""
+        return self._compiler.submit(self.matcher, grammar)
+
     def matcher(self, grammar: str) -> llguidance.LLMatcher:
-        """A fresh matcher for one request; ValueError (the request is refused) if the grammar is unusable."""
+        """A fresh matcher for one request; ValueError if the grammar is unusable."""
         matcher = llguidance.LLMatcher(self._ll_tokenizer(), grammar, log_level=0)
         if matcher.is_error():
             raise ValueError(f"grammar: {matcher.get_error()}")
         return matcher
 
-    def start_masks(self, matchers: list[llguidance.LLMatcher | None]) -> PendingMasks | None:
-        """Begin computing the masks of a batch's rows (None: a free row); None when no row is constrained."""
-        rows = [i for i, matcher in enumerate(matchers) if matcher is not None]
+    def start_masks(self, requests: list, samples: list[bool]) -> PendingMasks | None:
+        """Begin computing the masks of a batch's constrained rows that sample a token this step (``samples``);
+        None when there are none. Each such request's ``matcher`` is settled on the way: a matcher, or a
+        GrammarFailure."""
+        rows = [i for i, request in enumerate(requests) if request.matcher is not None and samples[i]]
         if not rows:
             return None
-        words = np.zeros((len(matchers), self.num_words), dtype=np.uint32)
-        future = self._worker.submit(_fill_masks, [(matchers[i], words[i]) for i in rows])
+        words = np.zeros((len(requests), self.num_words), dtype=np.uint32)
+        future = self._worker.submit(_fill_masks, [(requests[i], words[i]) for i in rows])
         return PendingMasks(future, words, rows)
 
     def apply(self, logits: torch.Tensor, pending: PendingMasks, sampled_rows: list[int]) -> None:
@@ -106,9 +123,16 @@ class TokenConstraints:
             logits[logit_rows] += bias
 
 
-def _fill_masks(rows: list[tuple[llguidance.LLMatcher, np.ndarray]]) -> None:
-    for matcher, words in rows:
-        matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+def _fill_masks(rows: list[tuple[object, np.ndarray]]) -> None:
+    """In the mask thread: each request's matcher (compiled by now, or waited for), then its mask."""
+    for request, words in rows:
+        if isinstance(request.matcher, Future):
+            try:
+                request.matcher = request.matcher.result()
+            except ValueError as error:
+                request.matcher = GrammarFailure(str(error))
+        if isinstance(request.matcher, llguidance.LLMatcher):
+            request.matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
 
 
 def advance(matcher: llguidance.LLMatcher, token_id: int) -> bool:

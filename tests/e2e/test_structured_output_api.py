@@ -117,3 +117,14 @@ def test_an_invalid_constraint_is_a_400_in_openai_shape(client, extra, param):
     error = caught.value.body
     assert error["param"] == param and error["type"] == "invalid_request_error"
     assert param.split(".")[0] in error["message"]
+
+
+def test_a_grammar_only_the_models_vocabulary_rules_out_is_a_400_from_the_scheduler(client):
+    # Token 999999 cannot be checked without the vocabulary: the scheduler's grammar engine refuses it.
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.completions.create(
+            model="tiny", prompt="x", max_tokens=5, extra_body={"grammar": "start: <[999999]>"}
+        )
+    assert "grammar" in caught.value.body["message"] and "999999" in caught.value.body["message"]
+    again = client.completions.create(model="tiny", prompt="x", max_tokens=3, extra_body={"regex": "[ab]+"})
+    assert set(again.choices[0].text) <= {"a", "b"}  # the scheduler serves on

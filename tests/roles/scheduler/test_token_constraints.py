@@ -141,9 +141,18 @@ def test_regex_and_grammars_hold_while_free_rows_in_the_same_batch_run_as_before
         assert reason == "stop" and re.fullmatch(patterns[kind], text), f"{request_id}: {text!r} ({reason})"
 
 
-def test_a_grammar_the_engine_cannot_use_refuses_the_request(tiny_path):
+def test_a_grammar_the_engine_refuses_ends_its_request_with_the_reason_and_spares_the_others(tiny_path):
     engine = Engine(engine_config(model_path=tiny_path, kv_cache_tokens=4096))
     broken = llguidance.LLMatcher.grammar_from_regex("(unclosed")
-    with pytest.raises(ValueError, match="grammar"):
-        engine.add_request("bad", [1, 2, 3], SamplingFields(max_tokens=4), broken)
-    assert not engine.has_unfinished()
+    engine.add_request("bad", [1, 2, 3], SamplingFields(max_tokens=4), broken)  # compiled off the step loop
+    engine.add_request("good", [1, 2, 3], SamplingFields(max_tokens=4), regex_grammar("[a-c]+"))
+    outputs = []
+    for _ in range(100):
+        if not engine.has_unfinished():
+            break
+        outputs += engine.step()
+    bad = [o for o in outputs if o.request_id == "bad"]
+    assert len(bad) == 1 and bad[0].token_id is None and bad[0].finish_reason == "error"
+    assert "unclosed group" in bad[0].error
+    good = [o for o in outputs if o.request_id == "good"]
+    assert good[-1].finish_reason in ("stop", "length") and all(o.token_id is not None for o in good)
