@@ -245,7 +245,12 @@ class Engine:
             output.logprob, output.top_logprobs = logprobs
         params = request.params
         reason = None
-        is_complete = request.matcher is not None and advance(request.matcher, token_id)
+        try:
+            is_complete = request.matcher is not None and advance(request.matcher, token_id)
+        except ValueError as failure:
+            self._retire(request, "error")
+            output.is_finished, output.finish_reason, output.error = True, "error", str(failure)
+            return output
         if (
             token_id in params.stop_token_ids
             or (not params.ignore_eos and token_id in self.eos_token_ids)

@@ -34,6 +34,12 @@ _BYTE_BIASES = np.where(
 ).astype(np.float32)
 
 
+# Less lexer fuel than llguidance's default (1M): a pathological regex such as (a{1000}){1000} then fails
+# at its first mask after ~70 ms instead of holding the whole batch for over a second; schemas of a
+# thousand properties still fit. Errors name the problem without dumping the parser's state.
+_LIMITS = llguidance.LLParserLimits(initial_lexer_fuel=100_000, verbose_errors=False)
+
+
 @dataclass(frozen=True)
 class GrammarFailure:
     """What a request holds instead of a matcher when its grammar could not be compiled."""
@@ -87,9 +93,9 @@ class TokenConstraints:
 
     def matcher(self, grammar: str) -> llguidance.LLMatcher:
         """A fresh matcher for one request; ValueError if the grammar is unusable."""
-        matcher = llguidance.LLMatcher(self._ll_tokenizer(), grammar, log_level=0)
+        matcher = llguidance.LLMatcher(self._ll_tokenizer(), grammar, log_level=0, limits=_LIMITS)
         if matcher.is_error():
-            raise ValueError(f"grammar: {matcher.get_error()}")
+            raise ValueError(_failure(matcher))
         return matcher
 
     def start_masks(self, requests: list, samples: list[bool]) -> PendingMasks | None:
@@ -133,9 +139,18 @@ def _fill_masks(rows: list[tuple[object, np.ndarray]]) -> None:
                 request.matcher = GrammarFailure(str(error))
         if isinstance(request.matcher, llguidance.LLMatcher):
             request.matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+            if request.matcher.is_error():  # a limit reached while working out what may come next
+                request.matcher = GrammarFailure(_failure(request.matcher))
+
+
+def _failure(matcher: llguidance.LLMatcher) -> str:
+    return "grammar: " + matcher.get_error().replace("<non-verbose/>", "").strip()
 
 
 def advance(matcher: llguidance.LLMatcher, token_id: int) -> bool:
-    """Feed the sampled token; True when the grammar is complete (nothing but the end may follow)."""
+    """Feed the sampled token; True when the grammar is complete (nothing but the end may follow).
+    ValueError when the matcher fails on it (a limit of the grammar engine reached)."""
     matcher.consume_token(token_id)
-    return matcher.is_stopped() or matcher.is_error()
+    if matcher.is_error():
+        raise ValueError(_failure(matcher))
+    return matcher.is_stopped()

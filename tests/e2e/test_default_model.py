@@ -115,3 +115,15 @@ def test_a_required_tool_call_from_the_real_model_parses(client):
     call = response.choices[0].message.tool_calls[0]
     assert response.choices[0].finish_reason == "tool_calls" and call.function.name == "get_weather"
     assert set(json.loads(call.function.arguments)) == {"city"}
+
+
+def test_a_regex_past_the_grammar_engines_limits_is_a_400_and_the_server_serves_on(client):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.completions.create(
+            model="smollm2", prompt="a", max_tokens=4, extra_body={"regex": "(a{1000}){1000}"}
+        )
+    assert "too many expressions" in caught.value.body["message"]
+    answer = client.completions.create(
+        model="smollm2", prompt="Yes or no?", max_tokens=4, extra_body={"regex": "(yes|no)"}
+    )
+    assert answer.choices[0].text in ("yes", "no")

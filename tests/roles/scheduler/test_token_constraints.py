@@ -145,6 +145,8 @@ def test_a_grammar_the_engine_refuses_ends_its_request_with_the_reason_and_spare
     engine = Engine(engine_config(model_path=tiny_path, kv_cache_tokens=4096))
     broken = llguidance.LLMatcher.grammar_from_regex("(unclosed")
     engine.add_request("bad", [1, 2, 3], SamplingFields(max_tokens=4), broken)  # compiled off the step loop
+    # Valid, but past the grammar engine's lexer limits once it works out the first mask.
+    engine.add_request("huge", [1, 2, 3], SamplingFields(max_tokens=4), regex_grammar("(a{1000}){1000}"))
     engine.add_request("good", [1, 2, 3], SamplingFields(max_tokens=4), regex_grammar("[a-c]+"))
     outputs = []
     for _ in range(100):
@@ -154,5 +156,7 @@ def test_a_grammar_the_engine_refuses_ends_its_request_with_the_reason_and_spare
     bad = [o for o in outputs if o.request_id == "bad"]
     assert len(bad) == 1 and bad[0].token_id is None and bad[0].finish_reason == "error"
     assert "unclosed group" in bad[0].error
+    huge = [o for o in outputs if o.request_id == "huge"]
+    assert len(huge) == 1 and huge[0].finish_reason == "error" and "too many expressions" in huge[0].error
     good = [o for o in outputs if o.request_id == "good"]
     assert good[-1].finish_reason in ("stop", "length") and all(o.token_id is not None for o in good)
