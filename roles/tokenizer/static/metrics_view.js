@@ -7,10 +7,9 @@ import { LineChart, WINDOW_MS } from "./line_chart.js";
 import { byLabel, histogram, parseSamples, total } from "./prometheus.js";
 
 const POLL_MS = 2000;
-// The first name of each list is the current one; the others are former names still read.
-const TOKENS = ["roleserve_generation_tokens_total"];
-const E2E_LATENCY = ["roleserve_e2e_request_latency_seconds", "roleserve_request_latency_seconds"];
-const TTFT = ["roleserve_time_to_first_token_seconds"];
+const TOKENS = "roleserve_generation_tokens_total";
+const E2E_LATENCY = "roleserve_e2e_request_latency_seconds";
+const TTFT = "roleserve_time_to_first_token_seconds";
 const KV_USAGE = "roleserve_kv_cache_usage_ratio";
 
 const $ = (id) => document.getElementById(id);

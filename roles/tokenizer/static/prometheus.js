@@ -1,6 +1,4 @@
 // The Prometheus text exposition format, read back into samples, and the few sums the charts need.
-// A family is looked up by several names (the first present wins), so one page reads both its current
-// and its former name.
 
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"/g;
@@ -25,22 +23,16 @@ export function parseSamples(text) {
 const named = (samples, name) => samples.filter((sample) => sample.name === name);
 const sum = (samples) => samples.reduce((total, sample) => total + sample.value, 0);
 
-// The sum over every series of the first of `names` that has samples; null when none has.
-export function total(samples, names) {
-  for (const name of names) {
-    const found = named(samples, name);
-    if (found.length) return sum(found);
-  }
-  return null;
+// The sum over every series of one counter or gauge; null when it has no samples.
+export function total(samples, name) {
+  const found = named(samples, name);
+  return found.length ? sum(found) : null;
 }
 
-// {sum, count} of a histogram over every series, from the first family that has a _count; else null.
-export function histogram(samples, families) {
-  for (const family of families) {
-    const counts = named(samples, `${family}_count`);
-    if (counts.length) return { sum: sum(named(samples, `${family}_sum`)), count: sum(counts) };
-  }
-  return null;
+// {sum, count} of a histogram over every series; null when it has no _count.
+export function histogram(samples, family) {
+  const counts = named(samples, `${family}_count`);
+  return counts.length ? { sum: sum(named(samples, `${family}_sum`)), count: sum(counts) } : null;
 }
 
 // {labelValue: value} of one gauge's series by one label (a scheduler's instance).
