@@ -133,9 +133,11 @@ def _fill_masks(rows: list[tuple[object, np.ndarray]]) -> None:
     """In the mask thread: each request's matcher (compiled by now, or waited for), then its mask."""
     for request, words in rows:
         if isinstance(request.matcher, Future):
+            # A grammar, or the tokenizer the engine builds for it, that fails is the request's failure,
+            # never the scheduler's.
             try:
                 request.matcher = request.matcher.result()
-            except ValueError as error:
+            except Exception as error:
                 request.matcher = GrammarFailure(str(error))
         if isinstance(request.matcher, llguidance.LLMatcher):
             request.matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
