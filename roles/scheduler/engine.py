@@ -185,16 +185,16 @@ class Engine:
                 self._run_pass(None)
             return outputs
         forward_batch: ForwardBatch = build_forward_batch(batch, self.config.page_size)
-        samples = [  # the sequences this step computes to their last token: they get a token
-            r.num_computed_tokens + n == r.num_tokens
-            for r, n in zip(batch.requests, batch.num_new_tokens, strict=True)
+        # The sequences this step computes up to their last token get a token; partially prefilled ones do not.
+        rows = [
+            i
+            for i, (r, n) in enumerate(zip(batch.requests, batch.num_new_tokens, strict=True))
+            if r.num_computed_tokens + n == r.num_tokens
         ]
-        masks = self.constraints.start_masks(batch.requests, samples)  # made during the forward
+        masks = self.constraints.start_masks(batch.requests, rows)  # made during the forward
         with torch.inference_mode():
             logits = self._run_pass(forward_batch)
             self.scheduler.on_computed(batch)
-            # Partially prefilled sequences produce no token this step.
-            rows = [i for i, r in enumerate(batch.requests) if r.num_computed_tokens == r.num_tokens]
             if not rows:
                 return outputs
             requests = (

@@ -98,11 +98,11 @@ class TokenConstraints:
             raise ValueError(_failure(matcher))
         return matcher
 
-    def start_masks(self, requests: list, samples: list[bool]) -> PendingMasks | None:
-        """Begin computing the masks of a batch's constrained rows that sample a token this step (``samples``);
-        None when there are none. Each such request's ``matcher`` is settled on the way: a matcher, or a
-        GrammarFailure."""
-        rows = [i for i, request in enumerate(requests) if request.matcher is not None and samples[i]]
+    def start_masks(self, requests: list, sampled_rows: list[int]) -> PendingMasks | None:
+        """Begin computing the masks of a batch's constrained rows among those that sample a token this
+        step; None when there are none. Each such request's ``matcher`` is settled on the way: a matcher,
+        or a GrammarFailure."""
+        rows = [i for i in sampled_rows if requests[i].matcher is not None]
         if not rows:
             return None
         words = np.zeros((len(requests), self.num_words), dtype=np.uint32)
