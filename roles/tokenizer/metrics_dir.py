@@ -22,9 +22,8 @@ _LIVE_GAUGE_FILE = re.compile(r"gauge_live\w+_(\d+)\.db$")  # a live* gauge's fi
 def share_metrics_dir(path: str) -> None:
     """Record this process's metrics in files under `path` (which must exist), and forget the live gauges
     of workers that are gone (a restarted worker's predecessor): their counts stay, their gauges go."""
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = (
-        path  # for the library: the path is the launcher's, not a setting
-    )
+    # For the library: the path is the launcher's, not a setting.
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
     values.ValueClass = values.get_value_class()
     for pid in dead_writers(path):
         mark_process_dead(pid, path)
