@@ -44,32 +44,23 @@ def test_the_tool_choice_defaults_and_refusals():
         assert caught.value.status == 400
 
 
-def matches(grammar: str, text: str) -> bool:
-    tokenizer = llguidance.LLTokenizer(_byte_tokenizer_json())
-    matcher = llguidance.LLMatcher(tokenizer, grammar)
-    ok = matcher.consume_tokens(list(text.encode()))
-    return ok and matcher.is_accepting()
-
-
-def _byte_tokenizer_json() -> str:
-    """A tokenizer whose tokens are the 256 bytes (byte-level alphabet): any text, one byte per token."""
+def _byte_tokenizer():
+    """A tokenizer whose tokens are the 256 bytes (the byte-level alphabet, no merges): any text, one token
+    per byte."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    byte_of = {c: b for b, c in enumerate(sorted(alphabet, key=lambda ch: _byte_value(ch)))}
-    tokenizer = Tokenizer(models.BPE(vocab={c: byte_of[c] for c in alphabet}, merges=[]))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tokenizer = Tokenizer(models.BPE(vocab={char: i for i, char in enumerate(alphabet)}, merges=[]))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tokenizer.decoder = decoders.ByteLevel()
-    return tokenizer.to_str()
+    return tokenizer
 
 
-def _byte_value(char: str) -> int:
-    code = ord(char)
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    if code in printable:
-        return code
-    missing = [b for b in range(256) if b not in printable]
-    return missing[code - 256]
+def matches(grammar: str, text: str) -> bool:
+    tokenizer = _byte_tokenizer()
+    matcher = llguidance.LLMatcher(llguidance.LLTokenizer(tokenizer.to_str()), grammar)
+    ok = matcher.consume_tokens(tokenizer.encode(text).ids)
+    return ok and matcher.is_accepting()
 
 
 def test_a_required_call_admits_only_call_blocks_whose_arguments_match():
