@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import openai
 import psutil
 import yaml
 
@@ -73,6 +74,10 @@ class ServeProcess:
             self.lines.append(line)
             if "roleserve ready on" in line:
                 self._ready.set()
+
+    def openai_client(self, timeout_s: float = 60, api_key: str = "unused") -> openai.OpenAI:
+        """The official client on this server's /v1, failing at once instead of retrying."""
+        return openai.OpenAI(base_url=self.url + "/v1", api_key=api_key, max_retries=0, timeout=timeout_s)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s

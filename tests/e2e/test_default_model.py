@@ -27,7 +27,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=120)
+    return server.openai_client(timeout_s=120)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 
 import httpx
-import openai
 import pytest
 from scheduler_load import (
     LONG_CONTEXT,
@@ -80,7 +79,7 @@ def test_each_policy_places_requests_as_it_must(long_model, tmp_path, policy, af
         assert unfinished_by_replica(wait_for_load(server.url, lambda load: True, "load")) == after_refill
 
         # Whichever replica answers, the same weights give the same greedy text.
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=60)
+        client = server.openai_client()
         texts = {
             client.completions.create(
                 model="tiny", prompt="Hi", max_tokens=4, temperature=0, extra_body={"ignore_eos": True}

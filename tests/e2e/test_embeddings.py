@@ -7,7 +7,6 @@ import threading
 
 import httpx
 import numpy as np
-import openai
 import pytest
 from serve_harness import ServeProcess
 from server_probes import metrics, paused, pid_of, series, wait_until
@@ -27,7 +26,7 @@ def server(tiny_model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=120)
+    return server.openai_client(timeout_s=120)
 
 
 @pytest.fixture(scope="module")

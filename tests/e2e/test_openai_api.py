@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import httpx
-import openai
 import pytest
 from serve_harness import ServeProcess
 from server_probes import metrics, series
@@ -25,7 +24,7 @@ def server(tiny_model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+    return server.openai_client()
 
 
 def test_models_and_health(server, client):

@@ -10,7 +10,6 @@ import os
 import re
 import signal
 
-import openai
 import psutil
 import pytest
 from serve_harness import ServeProcess
@@ -45,7 +44,7 @@ def two_nodes():
 
 
 def greedy(server: ServeProcess) -> list[str]:
-    client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=120)
+    client = server.openai_client(timeout_s=120)
     return [
         client.completions.create(model="tiny", prompt=p, max_tokens=6, temperature=0).choices[0].text
         for p in PROMPTS

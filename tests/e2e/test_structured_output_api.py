@@ -33,7 +33,7 @@ def server(tiny_model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+    return server.openai_client()
 
 
 def test_json_schema_chat_output_parses_and_matches_for_every_choice(client):

@@ -11,7 +11,6 @@ import threading
 from pathlib import Path
 
 import httpx
-import openai
 import psutil
 from serve_harness import ServeProcess
 from server_probes import DEADLINE_S, paused, pid_of, wait_until
@@ -72,7 +71,7 @@ def test_a_late_scheduler_turns_health_503_before_it_is_taken_for_hung(tiny_mode
         wait_until(lambda: health(server)[0] == 200, "/health turning 200 again", server, timeout_s=10)
         assert "scheduler[0] is heard again" in server.output
         assert "hung or stopped" not in server.output  # late is not hung: nothing was restarted or stopped
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=60)
+        client = server.openai_client()
         assert client.completions.create(model="tiny", prompt="Hi", max_tokens=2).usage.completion_tokens == 2
 
 
@@ -85,7 +84,7 @@ def test_on_failure_restarts_the_scheduler_and_serves_again(tiny_model, tmp_path
         wait_until(
             lambda: ready_pids(server, "scheduler[0]") - {killed}, "READY of the new scheduler", server
         )
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0, timeout=60)
+        client = server.openai_client()
         response = client.completions.create(model="tiny", prompt="Hi", max_tokens=2)
         assert response.usage.completion_tokens == 2
         assert pid_of(server, "scheduler") != killed

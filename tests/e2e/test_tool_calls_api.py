@@ -53,7 +53,7 @@ def server(tiny_model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+    return server.openai_client()
 
 
 def check_call(call) -> None:
