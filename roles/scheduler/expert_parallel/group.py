@@ -20,6 +20,8 @@ from roles.scheduler.expert_parallel.progress_board import wait_until
 
 # Ranks load the same model side by side; waiting longer than this for the slowest means it is stuck.
 _LOAD_WAIT_LIMIT_S = 1800.0
+# A rank whose pulse (progress_board.py, every 0.2 s) has not beaten for this long is stopped or dead.
+_SILENT_AFTER_S = 1.0
 
 
 class RankMissing(RuntimeError):
@@ -42,6 +44,7 @@ class ExpertParallelGroup:
         self.meeting = meeting
         self.board = meeting.board(size, rank)
         self.board.start_incarnation()  # a restarted rank's process is its next incarnation
+        self.board.start_pulse()
         self.generation = 0
 
     def join(self, on_wait: Callable[[], None] | None = None) -> None:
@@ -90,11 +93,13 @@ class ExpertParallelGroup:
             return collective()
         except (RuntimeError, ValueError) as error:  # gloo's timeouts and closed connections
             behind = self.board.behind(number)
-            who = (
-                f"rank(s) {behind} did not arrive"
-                if behind
-                else f"a rank left during it ({str(error).splitlines()[0][:200]})"
-            )
+            silent = [] if behind else self.board.silent(_SILENT_AFTER_S)
+            if behind:
+                who = f"rank(s) {behind} did not arrive"
+            elif silent:
+                who = f"rank(s) {silent} went silent during it"
+            else:
+                who = f"a rank left during it ({str(error).splitlines()[0][:200]})"
             raise RankMissing(
                 f"expert-parallel rank {self.rank} stopped at collective {number} ({what}), bounded by "
                 f"parallel.ep_timeout_s={self.timeout_s:g}s: {who}"

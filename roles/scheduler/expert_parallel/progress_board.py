@@ -6,17 +6,22 @@ One small file in the server's private runtime dir, mapped by every rank: rank r
   the group's generation, so every rank derives the same rendezvous for the same set of processes;
 - ready: the incarnation that finished loading its model; ranks rendezvous once every rank is ready;
 - entered: collectives entered in this generation; a rank that waits too long at one reads the others'
-  rows to name the ranks that never arrived (a dead or hung rank cannot say so itself).
+  rows to name the ranks that never arrived (a dead or hung rank cannot say so itself);
+- pulse: when the rank's pulse thread last wrote (CLOCK_MONOTONIC, shared by the machine's processes); a
+  rank stopped or dead inside a collective has entered it like the others, and is named by its silence.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
 import torch
 
-_INCARNATION, _READY, _ENTERED = 0, 1, 2  # the columns of a rank's row
+_INCARNATION, _READY, _ENTERED, _PULSE = 0, 1, 2, 3  # the columns of a rank's row
+_COLUMNS = 4
+_PULSE_EVERY_S = 0.2
 
 
 def wait_until(until: Callable[[], bool], limit_s: float, what: Callable[[], str], on_wait=None) -> None:
@@ -41,9 +46,10 @@ class ProgressBoard:
     def __init__(self, path: str, num_ranks: int, rank: int):
         self.rank = rank
         # Created by whichever rank comes first, zero-filled; every rank maps the same pages.
-        self._rows = torch.from_file(path, shared=True, size=num_ranks * 3, dtype=torch.int64).view(
-            num_ranks, 3
+        self._rows = torch.from_file(path, shared=True, size=num_ranks * _COLUMNS, dtype=torch.int64).view(
+            num_ranks, _COLUMNS
         )
+        self._pulse: threading.Thread | None = None
 
     def start_incarnation(self) -> int:
         """This process is the rank's next incarnation (1 for the first)."""
@@ -55,7 +61,7 @@ class ProgressBoard:
         self._rows[self.rank, _READY] = self._rows[self.rank, _INCARNATION]
 
     def not_ready(self) -> list[int]:
-        return ranks_not_ready([(started, ready) for started, ready, _ in self._rows.tolist()])
+        return ranks_not_ready([(row[_INCARNATION], row[_READY]) for row in self._rows.tolist()])
 
     def generation(self) -> int:
         return int(self._rows[:, _INCARNATION].sum())
@@ -75,3 +81,28 @@ class ProgressBoard:
     def behind(self, collective: int) -> list[int]:
         """The ranks that have not entered collective number ``collective``."""
         return [rank for rank, row in enumerate(self._rows.tolist()) if row[_ENTERED] < collective]
+
+    def beat(self) -> None:
+        self._rows[self.rank, _PULSE] = time.monotonic_ns()
+
+    def start_pulse(self) -> None:
+        """Beat every 0.2 s from a daemon thread for as long as this process runs: a stopped or dead
+        process stops beating, a busy one does not (the thread needs only brief turns of the GIL)."""
+        if self._pulse is None:
+            self.beat()
+            self._pulse = threading.Thread(target=self._beat_forever, name="ep-pulse", daemon=True)
+            self._pulse.start()
+
+    def _beat_forever(self) -> None:
+        while True:
+            time.sleep(_PULSE_EVERY_S)
+            self.beat()
+
+    def silent(self, for_s: float) -> list[int]:
+        """The other ranks whose pulse has not beaten for ``for_s`` seconds (or ever)."""
+        now = time.monotonic_ns()
+        return [
+            rank
+            for rank, row in enumerate(self._rows.tolist())
+            if rank != self.rank and now - row[_PULSE] > for_s * 1e9
+        ]

@@ -59,6 +59,13 @@ class StoreProgressBoard:
         self.published = self.entered
         self._write("entered", self.entered)
 
+    def start_pulse(self) -> None:
+        """Nothing to do: machines' clocks cannot be compared, so silence is the launcher's to judge."""
+
+    def silent(self, for_s: float) -> list[int]:
+        """None named here (see start_pulse)."""
+        return []
+
     def behind(self, collective: int) -> list[int]:
         """The ranks that have not published the count this rank last published (see the module's note)."""
         return [

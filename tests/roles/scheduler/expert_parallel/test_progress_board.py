@@ -4,6 +4,7 @@ Ray cluster, over loopback here): incarnations, readiness and the generation eve
 from __future__ import annotations
 
 import datetime
+import time
 
 import pytest
 import torch.distributed as dist
@@ -54,6 +55,19 @@ def test_shared_memory_names_the_ranks_behind_a_collective(tmp_path):
     assert rank0.behind(2) == [1]
     rank1.reset_entered()
     assert rank0.behind(1) == [1]
+
+
+def test_shared_memory_names_a_rank_whose_pulse_stopped(tmp_path):
+    path = str(tmp_path / "board")
+    rank0, rank1 = ProgressBoard(path, 2, 0), ProgressBoard(path, 2, 1)
+    assert rank0.silent(1.0) == [1]  # never beat
+    rank1.start_pulse()
+    time.sleep(0.5)
+    assert rank0.silent(0.35) == []  # beating every 0.2 s
+    stopped = ProgressBoard(str(tmp_path / "other"), 2, 1)
+    stopped.beat()  # beat once, then never again
+    time.sleep(0.4)
+    assert ProgressBoard(str(tmp_path / "other"), 2, 0).silent(0.3) == [1]
 
 
 @pytest.mark.parametrize("new_board", ["tcp store"], indirect=True)
