@@ -74,34 +74,34 @@ async def create_chat_completion(state: FrontState, request: Request, body: Chat
     held: dict[int, HeldText] = {}  # streamed choice -> its text while it may be a call
     started_role: set[int] = set()  # streamed choices whose first chunk (with the role) went out
 
-    def chunk(delta: Delta, content: dict) -> dict:
+    def chunk(delta: Delta, content: dict, tokens: list) -> dict:
         if delta.index not in started_role:
             started_role.add(delta.index)
             content = {"role": "assistant", **content}
         return {
             "index": delta.index,
             "delta": content,
-            "logprobs": chat_logprobs(state, delta.tokens) if body.logprobs else None,
+            "logprobs": chat_logprobs(state, tokens) if body.logprobs else None,
             "finish_reason": delta.finish_reason,
         }
 
     def chunk_choice(delta: Delta, is_first: bool) -> dict | None:
-        text = delta.text
+        text, tokens = delta.text, delta.tokens
         if offers_tools:
             holder = held.setdefault(delta.index, HeldText(holds_everything=tool_choice not in ("auto",)))
-            text = holder.feed(delta.text)
+            text, tokens = holder.feed(delta.text, delta.tokens)
             if delta.finish_reason is not None and not holder.is_released:
                 content, calls = parse_tool_calls(holder.held, names)
                 if calls:
                     delta.finish_reason = _finish(delta.finish_reason, True)
                     shaped = {"content": content, "tool_calls": openai_tool_calls(calls, with_index=True)}
-                    return chunk(delta, shaped)
-                text = holder.held  # not a call after all: all of it is content
+                    return chunk(delta, shaped, holder.held_tokens)
+                text, tokens = holder.held, holder.held_tokens  # not a call after all: all of it is content
             elif not text and delta.finish_reason is None:
                 return None  # held back: nothing to send yet
         if delta.finish_reason is not None and not text and delta.index in started_role:
-            return chunk(delta, {})
-        return chunk(delta, {"content": text})
+            return chunk(delta, {}, tokens)
+        return chunk(delta, {"content": text}, tokens)
 
     def message(result: ChoiceResult) -> tuple[dict, str | None]:
         if offers_tools:

@@ -122,19 +122,25 @@ def openai_tool_calls(calls: list[ParsedCall], with_index: bool = False) -> list
 
 class HeldText:
     """One streamed choice's text while tools may be called: text that could still be the start of a call
-    block is held back; once it cannot be, it flows as content. ``feed`` returns what to send now."""
+    block is held back, with its tokens (their logprobs go out with it); once it cannot be, it flows as
+    content. ``feed`` returns what to send now."""
 
     def __init__(self, holds_everything: bool):
         self.holds_everything = holds_everything  # a call is required: the whole answer is calls
         self.held = ""
+        self.held_tokens: list = []
         self.is_released = False
 
-    def feed(self, text: str) -> str:
+    def feed(self, text: str, tokens: list) -> tuple[str, list]:
+        """(text, its tokens) to send now: nothing while held, everything held so far once released."""
         if self.is_released:
-            return text
+            return text, tokens
         self.held += text
+        self.held_tokens += tokens
         start = self.held.lstrip()
         if self.holds_everything or start.startswith(OPEN) or OPEN.startswith(start):
-            return ""
-        self.is_released, released, self.held = True, self.held, ""
+            return "", []
+        self.is_released = True
+        released = self.held, self.held_tokens
+        self.held, self.held_tokens = "", []
         return released

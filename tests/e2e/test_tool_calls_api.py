@@ -88,13 +88,17 @@ def test_a_named_function_is_the_one_called_and_streams_as_tool_call_deltas(clie
         seed=2,
         max_tokens=200,
         stream=True,
+        logprobs=True,
+        stream_options={"include_usage": True},
     )
     calls: dict[int, dict] = {}
-    reasons, contents = [], []
+    reasons, contents, logprobs, usage = [], [], [], None
     for chunk in stream:
+        usage = chunk.usage or usage
         for choice in chunk.choices:
             reasons.append(choice.finish_reason)
             contents.append(choice.delta.content)
+            logprobs += choice.logprobs.content if choice.logprobs else []
             for delta in choice.delta.tool_calls or []:
                 entry = calls.setdefault(delta.index, {"name": "", "arguments": ""})
                 entry["name"] += delta.function.name or ""
@@ -103,6 +107,7 @@ def test_a_named_function_is_the_one_called_and_streams_as_tool_call_deltas(clie
     assert [c["name"] for c in calls.values()] == ["add"]
     jsonschema.validate(json.loads(calls[0]["arguments"]), SCHEMAS["add"])
     assert not any(contents)  # a required call sends no text
+    assert len(logprobs) == usage.completion_tokens  # the held tokens' logprobs went out with the call
 
 
 def test_auto_turns_a_call_block_in_the_answer_into_tool_calls(client):

@@ -101,10 +101,13 @@ def test_call_blocks_are_read_back_and_anything_else_stays_text():
         assert parse_tool_calls(broken, names) == (broken, [])
 
 
-def test_a_stream_holds_back_only_what_may_still_be_a_call():
+def test_a_stream_holds_back_only_what_may_still_be_a_call_and_its_tokens_with_it():
     auto = HeldText(holds_everything=False)
-    assert auto.feed("  <tool") == "" and auto.feed("_call>\n{") == ""
+    assert auto.feed("  <tool", [1, 2]) == ("", []) and auto.feed("_call>\n{", [3]) == ("", [])
+    assert auto.held_tokens == [1, 2, 3]
     words = HeldText(holds_everything=False)
-    assert words.feed("<t") == "" and words.feed("he answer") == "<the answer" and words.feed(" is") == " is"
+    assert words.feed("<t", [1]) == ("", [])
+    assert words.feed("he answer", [2, 3]) == ("<the answer", [1, 2, 3])
+    assert words.feed(" is", [4]) == (" is", [4])
     required = HeldText(holds_everything=True)
-    assert required.feed("anything") == "" and required.held == "anything"
+    assert required.feed("anything", [5]) == ("", []) and required.held == "anything"
