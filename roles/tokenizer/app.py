@@ -16,7 +16,6 @@ from roles.tokenizer.embeddings import EmbeddingRequest, create_embeddings
 from roles.tokenizer.expert_recording import control_expert_recording, rebalance_experts
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.http_guard import HTTPGuard
-from roles.tokenizer.internal_errors import install_internal_error_handler
 from roles.tokenizer.openai_errors import OpenAIError, install_error_handlers
 from roles.tokenizer.schemas import ChatCompletionRequest, CompletionRequest
 from roles.tokenizer.tokenize_routes import add_tokenize_routes
@@ -27,7 +26,6 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
     app = FastAPI(title="roleserve", docs_url=None, redoc_url=None)
     app.state.front = state
     install_error_handlers(app)
-    install_internal_error_handler(app)
     declared.drop_validation_422(app)
     if cors_origins:
         app.add_middleware(

@@ -1,6 +1,7 @@
 """The HTTP guard in front of every route: API key check, body size bound (http.max_request_bytes, 413),
 in-flight count (draining waits for it), the request metric (labelled with the route's template, never
-the raw path: unknown paths share one label), and the request log line (observability.log_requests).
+the raw path: unknown paths share one label), the request log line (observability.log_requests), and the
+500 of a fault no handler expected (internal_errors.py).
 
 A plain ASGI middleware, not Starlette's BaseHTTPMiddleware: that one copies every chunk of a streamed
 response through an in-memory stream, which cost more per token than producing the token's SSE event.
@@ -13,6 +14,7 @@ import hmac
 import time
 
 from roles.tokenizer.front_state import FrontState
+from roles.tokenizer.internal_errors import internal_error_response
 from roles.tokenizer.openai_errors import OpenAIError, error_response
 from roles.tokenizer.request_log import attach_record, log
 from roles.tokenizer.web_page import PAGE_PATHS
@@ -117,6 +119,10 @@ class HTTPGuard:
             except _BodyTooLarge:
                 if not responded:
                     await self.too_large(scope, receive, send_and_note_status)
+            except Exception as error:  # what no handler expected: logged once, here, with the request id
+                response = internal_error_response(record.request_id, path, error)
+                if not responded:  # else the response is cut short: the server closes the connection
+                    await response(scope, receive, send_and_note_status)
         finally:
             state.num_active_http -= 1
             state.metrics.requests.labels("tokenizer", self.route_label(scope), str(status)).inc()

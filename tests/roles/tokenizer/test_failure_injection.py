@@ -86,7 +86,7 @@ def tokenizer():
 
 
 @pytest.mark.parametrize(("step", "stream"), STEPS)
-def test_a_fault_at_each_step_releases_the_slot(tokenizer, monkeypatch, step, stream):
+def test_a_fault_at_each_step_releases_the_slot(tokenizer, monkeypatch, caplog, step, stream):
     ids = tokenizer.encode(" Hello world foo bar", add_special_tokens=False)
     body = {"model": "smollm2", "prompt": "Hi", "max_tokens": 32, "n": 2, "stream": stream}
 
@@ -94,7 +94,7 @@ def test_a_fault_at_each_step_releases_the_slot(tokenizer, monkeypatch, step, st
         # The scheduler sends a few tokens and keeps each request running: only an abort ends it there.
         async with FrontWithPeer(tokenizer, lambda generate: Tokens(ids, None)) as front:
             _inject(step, front, monkeypatch)
-            transport = httpx.ASGITransport(app=create_app(front.state), raise_app_exceptions=False)
+            transport = httpx.ASGITransport(app=create_app(front.state))  # raises what the app lets out
             async with httpx.AsyncClient(transport=transport, base_url="http://front") as http:
                 response = await asyncio.wait_for(http.post("/v1/completions", json=body), 60)
             received = [generate.request_id for generate in front.peer.generates]
@@ -112,5 +112,8 @@ def test_a_fault_at_each_step_releases_the_slot(tokenizer, monkeypatch, step, st
     else:
         assert response.status_code == 500, response.text
         error = response.json()["error"]
+        request_id = error["message"].split("(request ")[1].split(";")[0]
+        failed = [r for r in caplog.records if r.exc_info and "injected" in str(r.exc_info[1])]
+        assert [r.getMessage() for r in failed] == [f"request {request_id} failed"]  # once, with its id
     assert error["type"] == "server_error" and error["code"] == "internal_error"
     assert "injected" not in error["message"]  # internals stay in the log
