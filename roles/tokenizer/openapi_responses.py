@@ -1,6 +1,6 @@
-"""What each route answers, as /openapi.json declares it: besides its success, every error it gives, in the
-OpenAI shape (OpenAIErrorBody) with the headers some carry; /metrics in text/plain and a completion asked
-with stream: true as server-sent events.
+"""What each route answers, as /openapi.json declares it: its success (response_bodies.py for the routes that
+are not completions), every error it gives, in the OpenAI shape (OpenAIErrorBody) with the headers some
+carry; /metrics in text/plain and a completion asked with stream: true as server-sent events.
 
 A request that fails validation is a 400 (openai_errors), never FastAPI's 422: ``drop_validation_422``
 takes FastAPI's own 422 declaration out of the spec. A client that goes away gets nothing, so the 499 the
@@ -12,6 +12,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from roles.tokenizer.openai_errors import OpenAIErrorBody
+from roles.tokenizer.response_bodies import EmbeddingList, LiveRoles, ModelList, success
 
 
 def _error(description: str, headers: dict | None = None) -> dict:
@@ -89,6 +90,7 @@ GENERATION = _by_status(
 )
 
 EMBEDDINGS = _by_status(
+    success(EmbeddingList, "one vector per input, in input order"),
     {
         400: _error("an invalid request: a field, empty input, more dimensions than the model has"),
         404: _error("embeddings are not served, or the model is not the encoder's (model_not_found)"),
@@ -97,7 +99,9 @@ EMBEDDINGS = _by_status(
     _GUARDED,
 )
 
-MODELS = _GUARDED
+MODELS = _by_status(
+    success(ModelList, "the served model, and the encoder's when embeddings are served"), _GUARDED
+)
 
 TOKENIZE = _by_status(
     {
@@ -149,7 +153,11 @@ _EXPERT_COMMAND = _by_status(
 EXPERT_DISTRIBUTION = _by_status({404: _error("the action is not start, stop or dump")}, _EXPERT_COMMAND)
 REBALANCE = _EXPERT_COMMAND
 
-ROLES = _by_status({503: _error("live inspect is not available")}, _GUARDED)
+ROLES = _by_status(
+    success(LiveRoles, "what every running process published"),
+    {503: _error("live inspect is not available")},
+    _GUARDED,
+)
 
 
 def drop_validation_422(app: FastAPI) -> None:
