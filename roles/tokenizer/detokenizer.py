@@ -1,7 +1,8 @@
 """Incremental, UTF-8-safe detokenization and stop strings that may span tokens.
 
 Byte-level BPE can split one character across tokens; decoding a partial character yields U+FFFD, so
-text is released only once the window decodes cleanly. Stop strings are matched on the text stream: the
+text is released only once the window decodes cleanly; when generation ends inside a character, ``flush``
+releases what is left as the tokenizer decodes it (U+FFFD for the incomplete bytes, as a whole decode). Stop strings are matched on the text stream: the
 tail that could still become a stop string is held back until it cannot.
 """
 
@@ -35,6 +36,18 @@ class IncrementalDetokenizer:
         )
         self._prefix_start = self._emitted_end
         self._emitted_end = len(self.ids)
+        return window_text[len(done_text) :]
+
+    def flush(self) -> str:
+        """At the end of generation: the text of the tokens still held back for an incomplete character."""
+        if self._emitted_end == len(self.ids):
+            return ""
+        decode, window = self.tokenizer.decode, self.ids[self._prefix_start :]
+        window_text = decode(window, skip_special_tokens=self.skip_special_tokens)
+        done_text = decode(
+            window[: self._emitted_end - self._prefix_start], skip_special_tokens=self.skip_special_tokens
+        )
+        self._prefix_start = self._emitted_end = len(self.ids)
         return window_text[len(done_text) :]
 
 

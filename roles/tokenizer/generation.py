@@ -134,7 +134,9 @@ async def run_choice(
                 return
             if event.finish_reason is not None:
                 finished = True
-                yield Delta(index, text + stops.flush(), tokens, event.finish_reason, cached)
+                text += stops.feed(detokenizer.flush())  # a character left incomplete shows as U+FFFD
+                reason = "stop" if stops.is_stopped else event.finish_reason
+                yield Delta(index, text + stops.flush(), tokens, reason, cached)
                 return
             if text or tokens:
                 yield Delta(index, text, tokens, num_cached_tokens=cached)

@@ -178,8 +178,7 @@ def test_chat_applies_the_template_and_answers_like_the_engine_on_the_templated_
     assert plain.usage.prompt_tokens == len(prompt)
     engine = Engine(engine_config(model_path=str(tiny_model), kv_cache_tokens=1024, max_running_requests=2))
     [ids] = engine.generate([prompt], SamplingFields(temperature=0, max_tokens=8, ignore_eos=True))
-    # Random weights emit odd bytes: the front holds back a character still incomplete when the reply ends.
-    assert plain.choices[0].message.content.rstrip("\ufffd") == tokenizer.decode(ids).rstrip("\ufffd")
+    assert plain.choices[0].message.content == tokenizer.decode(ids)
     assert plain.usage.completion_tokens == 8
     chunks = list(
         client.chat.completions.create(

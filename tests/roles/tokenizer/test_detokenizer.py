@@ -32,6 +32,16 @@ def test_incremental_text_equals_full_decode_and_never_shows_broken_characters(t
         assert "" in pieces or len(ids) == len(text)  # some character spans several byte tokens
 
 
+@pytest.mark.parametrize("text", ["naïve", "日本語", "emoji 🙂🚀"])
+def test_a_reply_that_ends_inside_a_character_ends_as_the_whole_decode_does(tokenizer, text):
+    ids = tokenizer.encode(text, add_special_tokens=False).ids
+    for end in range(1, len(ids) + 1):
+        detokenizer = IncrementalDetokenizer(tokenizer)
+        shown = "".join(detokenizer.push(token_id) for token_id in ids[:end]) + detokenizer.flush()
+        assert shown == tokenizer.decode(ids[:end])
+        assert detokenizer.flush() == ""
+
+
 def test_stop_string_spanning_pieces_is_cut_and_nothing_after_it_shows():
     matcher = StopStringMatcher(["STOP"])
     shown = [matcher.feed(piece) for piece in ["Hello S", "T", "OP and more", "later"]]
