@@ -17,6 +17,7 @@ from roles.tokenizer.expert_recording import control_expert_recording, rebalance
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.http_guard import HTTPGuard
 from roles.tokenizer.openai_errors import OpenAIError, install_error_handlers
+from roles.tokenizer.request_prep import check_not_draining
 from roles.tokenizer.schemas import ChatCompletionRequest, CompletionRequest
 from roles.tokenizer.tokenize_routes import add_tokenize_routes
 from roles.tokenizer.web_page import add_web_page
@@ -44,8 +45,7 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
 
     @app.post("/v1/embeddings", responses=declared.EMBEDDINGS)
     async def embeddings(body: EmbeddingRequest):
-        if state.is_draining:
-            raise OpenAIError(503, "the server is shutting down", code="server_shutting_down")
+        check_not_draining(state)
         return await create_embeddings(state.embed_client, body)
 
     add_tokenize_routes(app, state, declared.TOKENIZE)
