@@ -2,8 +2,9 @@
 
 Byte-level BPE can split one character across tokens; decoding a partial character yields U+FFFD, so
 text is released only once the window decodes cleanly; when generation ends inside a character, ``flush``
-releases what is left as the tokenizer decodes it (U+FFFD for the incomplete bytes, as a whole decode). Stop strings are matched on the text stream: the
-tail that could still become a stop string is held back until it cannot.
+releases what is left as the tokenizer decodes it (U+FFFD for the incomplete bytes, as a whole decode).
+Stop strings are matched on the text stream: the tail that could still become a stop string is held back
+until it cannot.
 """
 
 from __future__ import annotations
