@@ -28,28 +28,26 @@ class IncrementalDetokenizer:
     def push(self, token_id: int) -> str:
         """Add one token; return the new text it completes (maybe empty while a character is split)."""
         self.ids.append(token_id)
-        decode = self.tokenizer.decode
-        window_text = decode(self.ids[self._prefix_start :], skip_special_tokens=self.skip_special_tokens)
+        window_text = self._decode(self.ids[self._prefix_start :])
         if window_text.endswith("\ufffd"):
             return ""
-        done_text = decode(
-            self.ids[self._prefix_start : self._emitted_end], skip_special_tokens=self.skip_special_tokens
-        )
-        self._prefix_start = self._emitted_end
-        self._emitted_end = len(self.ids)
-        return window_text[len(done_text) :]
+        return self._release(window_text)
 
     def flush(self) -> str:
         """At the end of generation: the text of the tokens still held back for an incomplete character."""
         if self._emitted_end == len(self.ids):
             return ""
-        decode, window = self.tokenizer.decode, self.ids[self._prefix_start :]
-        window_text = decode(window, skip_special_tokens=self.skip_special_tokens)
-        done_text = decode(
-            window[: self._emitted_end - self._prefix_start], skip_special_tokens=self.skip_special_tokens
-        )
-        self._prefix_start = self._emitted_end = len(self.ids)
+        return self._release(self._decode(self.ids[self._prefix_start :]))
+
+    def _release(self, window_text: str) -> str:
+        """The window's text past what was already emitted; every id is emitted from now on."""
+        done_text = self._decode(self.ids[self._prefix_start : self._emitted_end])
+        self._prefix_start = self._emitted_end
+        self._emitted_end = len(self.ids)
         return window_text[len(done_text) :]
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=self.skip_special_tokens)
 
 
 class StopStringMatcher:
