@@ -10,9 +10,10 @@ server counts then is not declared either.
 from __future__ import annotations
 
 from fastapi import FastAPI
+from pydantic import BaseModel
 
 from roles.tokenizer.openai_errors import OpenAIErrorBody
-from roles.tokenizer.response_bodies import EmbeddingList, LiveRoles, ModelList, success
+from roles.tokenizer.response_bodies import EmbeddingList, LiveRoles, ModelList
 
 
 def _error(description: str, headers: dict | None = None) -> dict:
@@ -20,6 +21,10 @@ def _error(description: str, headers: dict | None = None) -> dict:
     if headers:
         declared["headers"] = headers
     return declared
+
+
+def _success(model: type[BaseModel], description: str) -> dict[int, dict]:
+    return {200: {"model": model, "description": description}}
 
 
 def _by_status(*parts: dict) -> dict[int, dict]:
@@ -90,7 +95,7 @@ GENERATION = _by_status(
 )
 
 EMBEDDINGS = _by_status(
-    success(EmbeddingList, "one vector per input, in input order"),
+    _success(EmbeddingList, "one vector per input, in input order"),
     {
         400: _error("an invalid request: a field, empty input, more dimensions than the model has"),
         404: _error("embeddings are not served, or the model is not the encoder's (model_not_found)"),
@@ -100,7 +105,7 @@ EMBEDDINGS = _by_status(
 )
 
 MODELS = _by_status(
-    success(ModelList, "the served model, and the encoder's when embeddings are served"), _GUARDED
+    _success(ModelList, "the served model, and the encoder's when embeddings are served"), _GUARDED
 )
 
 TOKENIZE = _by_status(
@@ -154,7 +159,7 @@ EXPERT_DISTRIBUTION = _by_status({404: _error("the action is not start, stop or 
 REBALANCE = _EXPERT_COMMAND
 
 ROLES = _by_status(
-    success(LiveRoles, "what every running process published"),
+    _success(LiveRoles, "what every running process published"),
     {503: _error("live inspect is not available")},
     _GUARDED,
 )

@@ -83,7 +83,3 @@ class LiveProcess(BaseModel):
 class LiveRoles(BaseModel):
     processes: list[LiveProcess]
     at: float
-
-
-def success(model: type[BaseModel], description: str) -> dict[int, dict]:
-    return {200: {"model": model, "description": description}}
