@@ -15,8 +15,8 @@ if platform.machine().lower() in ("x86_64", "amd64"):
         Extension(
             "roles.scheduler.kernels._cpu_kernels",
             sources=[KERNELS + "cpu_kernels.cpp"],
-            depends=[KERNELS + "linear_kernels.h"],
-            extra_compile_args=["-O3", "-std=c++17", "-mavx2", "-mfma", "-mf16c", "-fopenmp"],
+            depends=[KERNELS + name for name in ("linear_kernels.h", "block_decode.h", "vector_math.h")],
+            extra_compile_args=["-O3", "-std=c++20", "-mavx2", "-mfma", "-mf16c", "-fopenmp"],
             extra_link_args=["-fopenmp"],
             language="c++",
         )

@@ -20,35 +20,14 @@ import numpy as np
 from roles.model_files.gguf_file import GGUFFile, GGUFFormatError, GGUFTensorInfo
 from roles.model_files.model_path import ModelFileError
 from roles.model_files.model_shape import ModelShape
+from roles.model_files.tensor_types import BY_ID, BY_NAME, SUPPORTED_NAMES, TensorType, type_name
 
 SUPPORTED_ARCHITECTURES = ("llama",)
-# ggml type id -> (name, elements per block, bytes per block) for the types we read.
-_TENSOR_TYPES = {
-    0: ("F32", 1, 4),
-    1: ("F16", 1, 2),
-    30: ("BF16", 1, 2),
-    2: ("Q4_0", 32, 18),
-    3: ("Q4_1", 32, 20),
-    8: ("Q8_0", 32, 34),
-}
-SUPPORTED_TENSOR_TYPES = tuple(name for name, _, _ in _TENSOR_TYPES.values())
-_BLOCK_LAYOUT = {name: (block, block_bytes) for name, block, block_bytes in _TENSOR_TYPES.values()}
 
 
 def _nbytes(info: GGUFTensorInfo) -> int:
-    _, block, block_bytes = _TENSOR_TYPES[info.type_id]
-    return int(np.prod(info.dims)) // block * block_bytes
-
-
-def _type_name(type_id: int) -> str:
-    if type_id in _TENSOR_TYPES:
-        return _TENSOR_TYPES[type_id][0]
-    import gguf
-
-    try:
-        return gguf.GGMLQuantizationType(type_id).name
-    except ValueError:
-        return f"type {type_id}"
+    kind = BY_ID[info.type_id]
+    return int(np.prod(info.dims)) // kind.block_size * kind.block_bytes
 
 
 _GLOBAL_NAMES = {
@@ -96,24 +75,29 @@ def unpermute_rope_rows(rows, num_heads: int):
     return split.transpose(1, 2).reshape(rows.shape).contiguous()
 
 
+def unsupported_type_message(path, tensor: str, type_id: int) -> str:
+    return (
+        f"{path}: tensor {tensor!r} has type {type_name(type_id)}, which is not supported "
+        f"(supported: {', '.join(SUPPORTED_NAMES)})"
+    )
+
+
 @dataclass(frozen=True)
 class RawQuantTensor:
     """The untouched GGUF blocks of a quantised 2-D weight, rows already un-permuted like ``tensor()``."""
 
-    type_name: str  # "Q4_1" or "Q8_0" ...
+    type_name: str  # "Q4_K", "Q8_0", "BF16" ... (roles.model_files.tensor_types)
     rows: int  # out_features
     cols: int  # in_features
     blocks: np.ndarray  # (rows, bytes_per_row) uint8
 
     @property
-    def block_size(self) -> int:
-        """Weights per block (32 for every quantised type read here)."""
-        return _BLOCK_LAYOUT[self.type_name][0]
+    def kind(self) -> TensorType:
+        return BY_NAME[self.type_name]
 
     def block_view(self) -> np.ndarray:
         """(rows, blocks per row, bytes per block) uint8: one block per [row, group]."""
-        block, block_bytes = _BLOCK_LAYOUT[self.type_name]
-        return self.blocks.reshape(self.rows, self.cols // block, block_bytes)
+        return self.blocks.reshape(self.rows, self.cols // self.kind.block_size, self.kind.block_bytes)
 
 
 @dataclass(frozen=True)
@@ -143,7 +127,7 @@ class GGUFCheckpoint:
             raise ModelFileError(f"{self.path} is not a readable GGUF file: {error}") from error
         self._tensors = self._file.tensors
         for info in self._tensors.values():
-            if info.type_id in _TENSOR_TYPES and info.offset + _nbytes(info) > self._file.size:
+            if info.type_id in BY_ID and info.offset + _nbytes(info) > self._file.size:
                 raise ModelFileError(f"{self.path} is truncated: tensor {info.name!r} runs past the end")
         architecture = self.field("general.architecture")
         if architecture not in SUPPORTED_ARCHITECTURES:
@@ -245,20 +229,27 @@ class GGUFCheckpoint:
             raise ModelFileError(f"{self.path}: tensor {gguf_name!r} is missing")
         return self._tensors[gguf_name]
 
+    def _supported(self, info: GGUFTensorInfo) -> TensorType:
+        kind = BY_ID.get(info.type_id)
+        if kind is None:
+            raise ModelFileError(unsupported_type_message(self.path, info.name, info.type_id))
+        return kind
+
     def tensor_type(self, gguf_name: str) -> str:
-        return _type_name(self._gguf_tensor(gguf_name).type_id)
+        return type_name(self._gguf_tensor(gguf_name).type_id)
 
     def _rows_of_bytes(self, info: GGUFTensorInfo, expert: int | None = None) -> np.ndarray:
         """(rows, bytes per row) uint8 view of a 2-D (or 1-D) tensor's data in the file; of a 3-D stack of
         experts' weights, the rows of one ``expert``."""
-        type_name, block, block_bytes = _TENSOR_TYPES[info.type_id]
+        kind = self._supported(info)
         cols = int(info.dims[0])
         rows = int(np.prod(info.dims[1:])) if len(info.dims) > 1 else 1
-        if cols % block:
+        if cols % kind.block_size:
             raise ModelFileError(
-                f"{self.path}: tensor {info.name!r} ({type_name}) has {cols} columns, not whole blocks"
+                f"{self.path}: tensor {info.name!r} ({kind.name}) has {cols} columns, not whole blocks "
+                f"of {kind.block_size}"
             )
-        row_bytes = cols // block * block_bytes
+        row_bytes = kind.row_bytes(cols)
         data = self._file.tensor_bytes(info, rows * row_bytes).reshape(rows, row_bytes)
         if expert is None:
             return data
@@ -270,34 +261,22 @@ class GGUFCheckpoint:
         experts' weights, the weight of one ``expert``.
 
         torch is imported here, not at module level: the tokenizer reads metadata and never needs it."""
+        from gguf import GGMLQuantizationType
         from gguf.quants import dequantize
 
         info = self._gguf_tensor(gguf_name)
-        type_name = self.tensor_type(gguf_name)
-        if type_name not in SUPPORTED_TENSOR_TYPES:
-            raise ModelFileError(
-                f"{self.path}: tensor {gguf_name!r} has type {type_name}, which is not supported "
-                f"(supported: {', '.join(SUPPORTED_TENSOR_TYPES)})"
-            )
+        kind = self._supported(info)
         # GGUF lists dims innermost first; torch wants them outermost first.
         dims = info.dims if expert is None else info.dims[:-1]
         torch_shape = tuple(int(d) for d in reversed(dims))
         try:
             data = self._rows_of_bytes(info, expert)
-            if type_name == "F32":
-                values = data.view(np.float32)
-            elif type_name == "F16":
-                values = data.view(np.float16).astype(np.float32)
-            elif type_name == "BF16":
-                values = (data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-            else:
-                from gguf import GGMLQuantizationType
-
-                values = dequantize(data, GGMLQuantizationType(info.type_id)).astype(np.float32, copy=False)
+            # Every type, float ones included, through the gguf package: the reference `exact` is held to.
+            values = dequantize(data, GGMLQuantizationType(kind.type_id)).astype(np.float32, copy=False)
             values = values.reshape(torch_shape)
         except Exception as error:
             raise ModelFileError(
-                f"{self.path}: tensor {gguf_name!r} ({type_name}) is unreadable: {error}"
+                f"{self.path}: tensor {gguf_name!r} ({kind.name}) is unreadable: {error}"
             ) from error
         heads = self._rope_heads(gguf_name)
         if heads is not None:
@@ -307,8 +286,8 @@ class GGUFCheckpoint:
         return torch.from_numpy(np.array(values, dtype=np.float32, copy=True))
 
     def raw_tensor(self, gguf_name: str, expert: int | None = None) -> RawQuantTensor:
-        """The GGUF blocks of a 2-D quantised weight (or of one ``expert``'s in a 3-D stack), for kernels that
-        run them without float32."""
+        """The GGUF blocks of a 2-D weight of any supported type (or of one ``expert``'s in a 3-D stack), for
+        kernels that run them in place: a view of the file's map, copied only where Q/K rows are un-permuted."""
         info = self._gguf_tensor(gguf_name)
         rows, cols = int(info.dims[1]), int(info.dims[0])
         blocks = self._rows_of_bytes(info, expert)

@@ -97,6 +97,10 @@ class HFCheckpoint:
         return list(self._where)
 
     def tensor(self, name: str) -> torch.Tensor:
+        return self.stored_tensor(name).to(torch.float32)
+
+    def stored_tensor(self, name: str) -> torch.Tensor:
+        """The tensor in the dtype the file stores it in."""
         from safetensors import safe_open
 
         if name not in self._where:
@@ -104,6 +108,6 @@ class HFCheckpoint:
         file = self._where[name]
         try:
             with safe_open(file, framework="pt") as handle:
-                return handle.get_tensor(name).to(torch.float32)
+                return handle.get_tensor(name)
         except Exception as error:
             raise ModelFileError(f"{file}: tensor {name!r} is unreadable: {error}") from error

@@ -1,19 +1,25 @@
-"""A GGUF's own quantised blocks, regrouped without changing any value.
+"""A checkpoint's own blocks as the kernels run them, without changing any value.
 
-- ``pack_gguf_blocks``: Q4_0 / Q4_1 / Q8_0 blocks -> codes plus float32 per-block scales (and mins for
-  4-bit), the layout of roleserve's CPU kernels (``roles/scheduler/kernels/linear_kernels.h``).
+- ``block_parts``: the blocks of the weights one linear stacks along its output rows (Q|K|V, gate|up), each
+  weight a part of its own tensor type, as ``roles/scheduler/kernels/linear_kernels.h`` reads them: no
+  float32 copy, and a view of the file's map where the rows are the file's.
+- ``kernel_refusal``: why the kernels cannot run a weight of a given type and width, or None when they can.
 - ``q4_1_to_int4_parts``: Q4_1 blocks (w = d * q + m per 32 weights) -> torch's group-32 int4 layout:
   scale = d, zero = m + 8 * d, since that kernel computes (q - 8) * scale + zero.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
 from roles.model_files.gguf_checkpoint import RawQuantTensor
+from roles.model_files.tensor_types import BY_NAME
 
-PACKED_TYPES = ("Q4_0", "Q4_1", "Q8_0")
+MAX_PARTS = 4  # RS_MAX_PARTS in linear_kernels.h
+KERNEL_GROUP = 32  # the kernels walk every row in groups of 32 weights
 
 
 def _half(blocks: np.ndarray, offset: int) -> np.ndarray:
@@ -21,19 +27,29 @@ def _half(blocks: np.ndarray, offset: int) -> np.ndarray:
     return blocks[..., offset : offset + 2].copy().view(np.float16)[..., 0].astype(np.float32)
 
 
-def pack_gguf_blocks(raw: RawQuantTensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(codes, scales, mins or None) from the file's blocks; the values the kernels compute are the file's."""
-    blocks = raw.block_view()
-    scales = _half(blocks, 0)
-    if raw.type_name == "Q8_0":
-        codes = np.ascontiguousarray(blocks[..., 2:]).view(np.int8).reshape(raw.rows, raw.cols)
-        return torch.from_numpy(codes), torch.from_numpy(scales), None
-    if raw.type_name == "Q4_1":
-        mins, nibbles = _half(blocks, 2), blocks[..., 4:]
-    else:  # Q4_0: w = d * (q - 8)
-        mins, nibbles = -8.0 * scales, blocks[..., 2:]
-    codes = np.ascontiguousarray(nibbles).reshape(raw.rows, raw.cols // 2)
-    return torch.from_numpy(codes), torch.from_numpy(scales), torch.from_numpy(mins)
+def kernel_refusal(type_name: str, cols: int) -> str | None:
+    """Why a (type, in_features) weight cannot run on the kernels, or None when it can."""
+    if type_name not in BY_NAME:
+        return f"the kernels do not run {type_name}"
+    if cols % KERNEL_GROUP:
+        return f"{cols} input columns are not a multiple of {KERNEL_GROUP}"
+    return None
+
+
+def _as_tensor(array: np.ndarray) -> torch.Tensor:
+    """A uint8 tensor over the same memory: the file's map is read-only, and the kernels only read it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)
+
+
+def block_parts(raws: list[RawQuantTensor]) -> dict[str, torch.Tensor]:
+    """``blocks_<i>`` (rows_i, row bytes_i) uint8 and ``block_types`` (parts,) int32 ggml ids."""
+    if not 0 < len(raws) <= MAX_PARTS:
+        raise ValueError(f"a linear stacks 1 to {MAX_PARTS} weights; got {len(raws)}")
+    tensors = {f"blocks_{i}": _as_tensor(raw.blocks) for i, raw in enumerate(raws)}
+    tensors["block_types"] = torch.tensor([raw.kind.type_id for raw in raws], dtype=torch.int32)
+    return tensors
 
 
 def q4_1_to_int4_parts(raw: RawQuantTensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

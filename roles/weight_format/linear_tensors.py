@@ -1,9 +1,11 @@
 """One linear of the model (several checkpoint weights stacked along output rows, e.g. Q|K|V) converted into
 the tensors of its weight mode. The leaf names are the scheduler's module buffers; the kind is told by them:
 
-- packed (``auto``, the file's Q4_0 / Q4_1 / Q8_0 blocks): ``block_codes`` (Q4: (out, in/2) uint8,
-  Q8: (out, in) int8), ``block_scales`` and, for 4-bit, ``block_mins`` (out, in/32) float32.
-- dense (``exact``, and ``auto`` for float tensors): ``weight`` (out, in) float32.
+- blocks (``auto``): each stacked weight as its checkpoint stores it, of any type in
+  ``roles.model_files.tensor_types`` (a GGUF's blocks, or an HF folder's bf16 / f16 / f32 rows):
+  ``blocks_<i>`` (rows_i, row bytes_i) uint8 and ``block_types`` (parts,) int32 ggml type ids.
+- dense (``exact``, and ``auto`` where the kernels cannot run a weight, see ``kernel_refusal``):
+  ``weight`` (out, in) float32.
 - int8 (symmetric per output channel): ``weight_int8`` (out, in) int8, ``scales`` (out,) bfloat16 and
   ``scales_float`` (out,) float32.
 - int4 (asymmetric, groups of 32 inputs): ``packed`` (torch's CPU int4pack), ``codes`` (out, in/32, 32)
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from roles.weight_format.gguf_blocks import PACKED_TYPES, pack_gguf_blocks, q4_1_to_int4_parts
+from roles.weight_format.gguf_blocks import block_parts, kernel_refusal, q4_1_to_int4_parts
 from roles.weight_format.weight_sources import WeightSource
 
 WEIGHT_DTYPES = ("auto", "exact", "int8", "int4")
@@ -78,21 +80,12 @@ def _int4(weights: WeightSource, names: list[str], prefer_raw: bool) -> dict[str
     )
 
 
-def _packed(weights: WeightSource, names: list[str]) -> dict[str, torch.Tensor] | None:
-    """The file's own blocks of every named weight, stacked, when they are all of one packed kind."""
+def _blocks(weights: WeightSource, names: list[str]) -> dict[str, torch.Tensor] | None:
+    """The checkpoint's own blocks of every named weight, one part each, when the kernels run them all."""
     raws = [weights.raw_tensor(name) for name in names]
-    if not all(raw is not None and raw.type_name in PACKED_TYPES for raw in raws):
+    if any(raw is None or kernel_refusal(raw.type_name, raw.cols) is not None for raw in raws):
         return None
-    if len({raw.type_name == "Q8_0" for raw in raws}) > 1:
-        return None
-    parts = [pack_gguf_blocks(raw) for raw in raws]
-    tensors = {
-        "block_codes": torch.cat([p[0] for p in parts], dim=0),
-        "block_scales": torch.cat([p[1] for p in parts], dim=0),
-    }
-    if parts[0][2] is not None:
-        tensors["block_mins"] = torch.cat([p[2] for p in parts], dim=0)
-    return tensors
+    return block_parts(raws)
 
 
 def linear_tensors(
@@ -102,9 +95,9 @@ def linear_tensors(
     if weight_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
     if weight_dtype == "auto":
-        packed = _packed(weights, names)
-        if packed is not None:
-            return packed
+        blocks = _blocks(weights, names)
+        if blocks is not None:
+            return blocks
         weight_dtype = "exact"
     if weight_dtype == "int4":
         raw = weights.raw_tensor(names[0]) if prefer_raw else None

@@ -1,7 +1,7 @@
 """Uniform access to a checkpoint's tensors under HF Llama names, whatever the file format.
 
-The model asks for float32 tensors; quantised linears may instead ask for a GGUF's raw blocks
-(``raw_tensor``), which only the GGUF source provides.
+The model asks for float32 tensors; the kernels' linears instead ask for a weight as the checkpoint stores it
+(``raw_tensor``): a GGUF's blocks of any type, or an HF folder's bf16 / f16 / f32 rows.
 """
 
 from __future__ import annotations
@@ -53,9 +53,10 @@ class GGUFWeights(WeightSource):
 
     def raw_tensor(self, name: str) -> RawQuantTensor | None:
         source = self._sources.get(name)
-        if source is None or self.checkpoint.tensor_type(source[0]) in ("F32", "F16", "BF16"):
-            return None
-        return self.checkpoint.raw_tensor(*source)
+        return None if source is None else self.checkpoint.raw_tensor(*source)
+
+
+_STORED_TYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
 
 
 class HFWeights(WeightSource):
@@ -68,6 +69,15 @@ class HFWeights(WeightSource):
 
     def float_tensor(self, name: str) -> torch.Tensor:
         return self.checkpoint.tensor(name)
+
+    def raw_tensor(self, name: str) -> RawQuantTensor | None:
+        """A 2-D weight's rows as the folder stores them (bf16, f16 or f32), for the kernels to run as is."""
+        tensor = self.checkpoint.stored_tensor(name)
+        type_name = _STORED_TYPES.get(tensor.dtype)
+        if type_name is None or tensor.dim() != 2:
+            return None
+        rows = tensor.contiguous().view(torch.uint8).numpy()
+        return RawQuantTensor(type_name, tensor.shape[0], tensor.shape[1], rows)
 
 
 def as_weight_source(weights) -> WeightSource:

@@ -1,5 +1,6 @@
-// roleserve's CPU kernels, called through ctypes (GIL released): quantised linears for any number of rows,
-// embedding-row lookup, and one whole Llama decode step (every sequence adds one token) in a single call.
+// roleserve's CPU kernels, called through ctypes (GIL released): linears over a GGUF's own blocks of any
+// tensor type for any number of rows, embedding-row lookup, and one whole Llama decode step (every sequence
+// adds one token) in a single call.
 //
 // The decode step exists because at a few rows per step the model's arithmetic takes a few milliseconds
 // while dispatching ~40 torch ops per layer from Python takes as long again; here a step is one call and
@@ -50,7 +51,14 @@ struct rs_decode_batch {
     float* logits;  // (B, vocab) out
 };
 
-int rs_kernels_abi_version() { return 1; }
+int rs_kernels_abi_version() { return 2; }
+
+// 1 when the kernels run tensors of ggml type `type`, else 0.
+int rs_type_supported(int32_t type) {
+    int weights, bytes;
+    rs_block_layout(type, &weights, &bytes);
+    return weights > 0;
+}
 
 }  // extern "C"
 

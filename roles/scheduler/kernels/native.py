@@ -1,4 +1,4 @@
-"""The ctypes face of the CPU kernel library: struct mirrors of cpu_kernels.cpp and its three entry points.
+"""The ctypes face of the CPU kernel library: struct mirrors of cpu_kernels.cpp and its entry points.
 
 ctypes releases the GIL for every call. The library is found next to this file (built by setup.py during
 ``pip install``); ``unavailable_reason()`` says why it cannot be used, or None when it can.
@@ -13,22 +13,31 @@ import pathlib
 
 import torch
 
-ABI_VERSION = 1
-Q4, Q8, F32 = 0, 1, 2
+ABI_VERSION = 2
 GROUP = 32
+MAX_PARTS = 4
 
 _ptr = ctypes.c_void_p
 
 
+class RsPart(ctypes.Structure):
+    """A run of output rows in one tensor type: the rows' blocks as the checkpoint stores them."""
+
+    _fields_ = [
+        ("type", ctypes.c_int32),  # ggml type id
+        ("rows", ctypes.c_int32),
+        ("row_bytes", ctypes.c_int64),
+        ("data", _ptr),
+    ]
+
+
 class RsLinear(ctypes.Structure):
     _fields_ = [
-        ("kind", ctypes.c_int32),
         ("n", ctypes.c_int32),
         ("k", ctypes.c_int32),
+        ("num_parts", ctypes.c_int32),
         ("reserved", ctypes.c_int32),
-        ("codes", _ptr),
-        ("scales", _ptr),
-        ("mins", _ptr),
+        ("parts", RsPart * MAX_PARTS),
     ]
 
 
@@ -118,6 +127,8 @@ def _load() -> tuple[ctypes.CDLL | None, str | None]:
     lib.rs_weight_rows.restype = None
     lib.rs_decode_step.argtypes = [ctypes.POINTER(RsModel), ctypes.POINTER(RsDecodeBatch), ctypes.c_int32]
     lib.rs_decode_step.restype = ctypes.c_int
+    lib.rs_type_supported.argtypes = [ctypes.c_int32]
+    lib.rs_type_supported.restype = ctypes.c_int
     return lib, None
 
 
@@ -132,22 +143,19 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def linear_view(
-    kind: int, codes: torch.Tensor, scales: torch.Tensor | None = None, mins: torch.Tensor | None = None
-) -> RsLinear:
-    """The C view of a weight: ``codes`` (out_features rows; Q4 packs two columns a byte), and for the
-    quantised kinds the per-group scales (and Q4 mins). The tensors must outlive the view."""
-    out_features, width = codes.shape
-    in_features = width * 2 if kind == Q4 else width
-    return RsLinear(
-        kind,
-        out_features,
-        in_features,
-        0,
-        codes.data_ptr(),
-        None if scales is None else scales.data_ptr(),
-        None if mins is None else mins.data_ptr(),
-    )
+def linear_view(parts: list[tuple[int, torch.Tensor]], in_features: int) -> RsLinear:
+    """The C view of a weight whose output rows are ``parts``: (ggml type id, (rows, row bytes) uint8 blocks),
+    stacked in order. The tensors must outlive the view."""
+    if not 0 < len(parts) <= MAX_PARTS:
+        raise ValueError(f"a kernel linear has 1 to {MAX_PARTS} parts; got {len(parts)}")
+    view = RsLinear(sum(blocks.shape[0] for _, blocks in parts), in_features, len(parts), 0)
+    for index, (type_id, blocks) in enumerate(parts):
+        view.parts[index] = RsPart(type_id, blocks.shape[0], blocks.stride(0), blocks.data_ptr())
+    return view
+
+
+def supports_type(type_id: int) -> bool:
+    return bool(library().rs_type_supported(type_id))
 
 
 def linear_forward(weight: RsLinear, x: torch.Tensor) -> torch.Tensor:

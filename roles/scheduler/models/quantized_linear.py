@@ -1,7 +1,7 @@
 """Linear layers for each weight mode, around tensors converted by ``roles.weight_format.linear_tensors``.
 
-- "auto": the checkpoint's own Q4_0 / Q4_1 / Q8_0 blocks on roleserve's kernels (``packed_linear``);
-  float tensors stay float32 (DenseLinear, also run by the kernels in a decode step).
+- "auto": the checkpoint's own blocks, of any supported tensor type, on roleserve's kernels
+  (``block_linear``); a weight the kernels cannot run stays float32 (DenseLinear).
 - "exact": float32 weights, F.linear.
 - "int8": symmetric per-output-channel int8, ``aten._weight_int8pack_mm``.
 - "int4": asymmetric group-32 int4, ``aten._weight_int4pack_mm_for_cpu``, computing
@@ -27,10 +27,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from roles.model_files.tensor_types import BY_NAME
 from roles.scheduler.kernels import native
-from roles.scheduler.models.packed_linear import PackedLinear
+from roles.scheduler.models.block_linear import BlockLinear
 from roles.scheduler.models.state_loading import meta
 from roles.weight_format.linear_tensors import INT4_GROUP
+
+F32_TYPE_ID = BY_NAME["F32"].type_id
 
 log = logging.getLogger("roleserve.scheduler")
 _WARNED: set[str] = set()
@@ -64,10 +67,10 @@ class DenseLinear(nn.Module):
         return F.embedding(ids, self.weight)
 
     def kernel_view(self) -> native.RsLinear | None:
-        """The kernels' view of the weight (F32 kind), or None when in_features is not a multiple of 32."""
+        """The kernels' view of the weight (one F32 part), or None when in_features is not a multiple of 32."""
         if self.weight.shape[1] % native.GROUP:
             return None
-        return native.linear_view(native.F32, self.weight)
+        return native.linear_view([(F32_TYPE_ID, self.weight.view(torch.uint8))], self.weight.shape[1])
 
 
 class Int8Linear(nn.Module):
@@ -120,9 +123,12 @@ def has_linear(state: dict[str, torch.Tensor], prefix: str) -> bool:
 
 def linear_for(state: dict[str, torch.Tensor], prefix: str, out_features: int, in_features: int) -> nn.Module:
     """An empty linear of the kind whose tensors ``state`` holds under ``prefix`` (e.g. "layers.0.o_proj.")."""
-    codes = state.get(prefix + "block_codes")
-    if codes is not None:
-        return PackedLinear.empty(out_features, in_features, eight_bit=codes.dtype == torch.int8)
+    types = state.get(prefix + "block_types")
+    if types is not None:
+        part_rows = [state[f"{prefix}blocks_{index}"].shape[0] for index in range(len(types))]
+        if sum(part_rows) != out_features:
+            raise ValueError(f"{prefix}blocks_* hold {sum(part_rows)} rows; the model expects {out_features}")
+        return BlockLinear.empty(in_features, types.tolist(), part_rows)
     if prefix + "weight" in state:
         return DenseLinear(out_features, in_features)
     if prefix + "weight_int8" in state:
@@ -130,6 +136,6 @@ def linear_for(state: dict[str, torch.Tensor], prefix: str, out_features: int, i
     if prefix + "packed" in state:
         return Int4Linear(out_features, in_features)
     raise ValueError(
-        f"the weights hold no linear {prefix.removesuffix('.')!r} (no {prefix}block_codes, weight, "
+        f"the weights hold no linear {prefix.removesuffix('.')!r} (no {prefix}block_types, weight, "
         "weight_int8 or packed tensor)"
     )

@@ -79,9 +79,10 @@ def test_unsupported_architecture_is_named(tmp_path):
 
 
 def test_unsupported_quant_type_names_tensor_and_types(tmp_path):
-    checkpoint = GGUFCheckpoint(write_small_gguf(tmp_path / "q5.gguf", quant_type="Q5_0"))
-    with pytest.raises(ModelFileError, match=r"blk\.0\.attn_q\.weight.*Q5_0.*Q4_1"):
-        checkpoint.tensor("blk.0.attn_q.weight")
+    checkpoint = GGUFCheckpoint(write_small_gguf(tmp_path / "mxfp4.gguf", quant_type="MXFP4"))
+    for read in (checkpoint.tensor, checkpoint.raw_tensor):
+        with pytest.raises(ModelFileError, match=r"mxfp4\.gguf.*blk\.0\.attn_q\.weight.*MXFP4.*Q4_K"):
+            read("blk.0.attn_q.weight")
 
 
 def test_small_f32_file_reads(tmp_path):

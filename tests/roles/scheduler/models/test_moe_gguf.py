@@ -51,6 +51,6 @@ def test_q8_0_experts_run_their_own_blocks_in_auto_like_their_float_values_in_ex
     folder, _ = mixtral
     path = str(write_mixtral_gguf(folder, tmp_path / "mixtral-q8.gguf", expert_type="Q8_0"))
     auto, shape = load_model(path, "auto")
-    assert type(auto.layers[0].moe.experts[3].down_proj).__name__ == "PackedLinear"
+    assert type(auto.layers[0].moe.experts[3].down_proj).__name__ == "BlockLinear"
     exact, _ = load_model(path, "exact")
     assert greedy_decode(auto, shape, PROMPTS, NEW_TOKENS) == greedy_decode(exact, shape, PROMPTS, NEW_TOKENS)

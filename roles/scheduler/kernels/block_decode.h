@@ -1,0 +1,251 @@
+// Every GGUF tensor type the kernels run, read in place from the file's own blocks (AVX2/FMA/F16C).
+//
+// A row of a weight is the file's row: its blocks one after another. The kernels walk it in groups of 32
+// weights (every type's block is 32 or 256 weights, a whole number of groups), and `rs_group<TYPE>` turns
+// group g of a row into 32 float32 weights in four 8-float registers, computing what the `gguf` package's
+// dequantisation computes (the reference; at most one rounding apart where it multiplies then adds).
+// Layouts (offsets in bytes within a block, as gguf/quants.py reads them):
+//   Q4_0  18: d f16 @0, 16 bytes of nibbles @2: byte j = weight j (low) | weight j + 16 (high); w = d (q - 8)
+//   Q4_1  20: d @0, m @2, nibbles @4;                                                          w = d q + m
+//   Q5_0  22: d @0, high bits u32 @2 (bit j: weight j), nibbles @6;                  w = d (q - 16)
+//   Q5_1  24: d @0, m @2, high bits @4, nibbles @8;                                            w = d q + m
+//   Q8_0  34: d @0, 32 int8 @2;                                                                w = d q
+//   Q2_K  84: 16 scale bytes @0 (low nibble scale, high nibble min, per 16 weights), 64 bytes of 2-bit codes
+//             @16, d @80, dmin @82;                                           w = d sc q - dmin m
+//   Q3_K 110: 32 bytes high-bit mask @0, 64 bytes of 2-bit codes @32, 12 bytes of 6-bit scales @96, d @108;
+//             w = d (sc - 32) (q - 4 [high bit clear])
+//   Q4_K 144: d @0, dmin @2, 12 bytes of 6-bit scales and mins @4, 128 bytes of nibbles @16
+//   Q5_K 176: d @0, dmin @2, scales @4, 32 bytes of high bits @16, nibbles @48
+//   Q6_K 210: 128 bytes low nibbles @0, 64 bytes of 2-bit highs @128, 16 int8 scales @192, d @208
+//   IQ4_NL 18: as Q4_0 with each nibble a code of a fixed 16-value table
+//   IQ4_XS 136: d @0, high scale bits u16 @2, 4 bytes of low scale nibbles @4, 128 bytes of nibbles @8
+//   F32 / F16 / BF16: one value per weight.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+// ggml type ids, as GGUF files store them.
+enum {
+    RS_F32 = 0,
+    RS_F16 = 1,
+    RS_Q4_0 = 2,
+    RS_Q4_1 = 3,
+    RS_Q5_0 = 6,
+    RS_Q5_1 = 7,
+    RS_Q8_0 = 8,
+    RS_Q2_K = 10,
+    RS_Q3_K = 11,
+    RS_Q4_K = 12,
+    RS_Q5_K = 13,
+    RS_Q6_K = 14,
+    RS_IQ4_NL = 20,
+    RS_IQ4_XS = 23,
+    RS_BF16 = 30,
+};
+constexpr int RS_GROUP = 32;
+
+// (weights, bytes) per block of a type the kernels run; weights 0 for any other type.
+static inline void rs_block_layout(int type, int* weights, int* bytes) {
+    int w = 0, b = 0;
+    switch (type) {
+        case RS_F32: w = 1, b = 4; break;
+        case RS_F16: w = 1, b = 2; break;
+        case RS_BF16: w = 1, b = 2; break;
+        case RS_Q4_0: w = 32, b = 18; break;
+        case RS_Q4_1: w = 32, b = 20; break;
+        case RS_Q5_0: w = 32, b = 22; break;
+        case RS_Q5_1: w = 32, b = 24; break;
+        case RS_Q8_0: w = 32, b = 34; break;
+        case RS_IQ4_NL: w = 32, b = 18; break;
+        case RS_Q2_K: w = 256, b = 84; break;
+        case RS_Q3_K: w = 256, b = 110; break;
+        case RS_Q4_K: w = 256, b = 144; break;
+        case RS_Q5_K: w = 256, b = 176; break;
+        case RS_Q6_K: w = 256, b = 210; break;
+        case RS_IQ4_XS: w = 256, b = 136; break;
+        default: break;
+    }
+    *weights = w, *bytes = b;
+}
+
+static inline float rs_half(const uint8_t* p) {
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return _cvtsh_ss(bits);
+}
+
+// 8 int32 lanes -> float, times scale, plus offset.
+static inline __m256 rs_affine(__m256i q, __m256 scale, __m256 offset) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), scale, offset);
+}
+
+// 16 bytes of nibbles -> 32 codes 0..15 as int8: [0, 16) the low nibbles, [16, 32) the high ones.
+static inline __m256i rs_split_nibbles(__m128i packed) {
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+}
+
+// 32 int8 codes -> four registers of (code * scale + offset); scales and offsets per half (16 weights).
+static inline void rs_codes_to_floats(__m256i codes, __m256 scale_lo, __m256 offset_lo, __m256 scale_hi,
+                                      __m256 offset_hi, __m256 out[4]) {
+    const __m128i lo = _mm256_castsi256_si128(codes), hi = _mm256_extracti128_si256(codes, 1);
+    out[0] = rs_affine(_mm256_cvtepi8_epi32(lo), scale_lo, offset_lo);
+    out[1] = rs_affine(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)), scale_lo, offset_lo);
+    out[2] = rs_affine(_mm256_cvtepi8_epi32(hi), scale_hi, offset_hi);
+    out[3] = rs_affine(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)), scale_hi, offset_hi);
+}
+
+static inline void rs_codes_to_floats(__m256i codes, float scale, float offset, __m256 out[4]) {
+    const __m256 s = _mm256_set1_ps(scale), o = _mm256_set1_ps(offset);
+    rs_codes_to_floats(codes, s, o, s, o, out);
+}
+
+// Bit i of `bits` (i < 32) spread to byte i: 0x00 or 0xFF.
+static inline __m256i rs_bits_to_bytes(uint32_t bits) {
+    const __m256i shuffle = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)), shuffle);
+    const __m256i select = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+}
+
+// 32 consecutive bytes, each shifted right by `shift` and masked.
+static inline __m256i rs_bit_field(const uint8_t* p, int shift, int mask) {
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm256_and_si256(_mm256_srl_epi16(bytes, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
+}
+
+// The 6-bit scale and min of sub-block j (of 8) of a Q4_K / Q5_K block's 12 packed bytes.
+static inline void rs_scale_min_k4(const uint8_t* q, int j, int* scale, int* min) {
+    if (j < 4) {
+        *scale = q[j] & 63, *min = q[j + 4] & 63;
+    } else {
+        *scale = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+        *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+template <int TYPE>
+static inline void rs_group(const uint8_t* row, int64_t g, __m256 out[4]) {
+    if constexpr (TYPE == RS_F32) {
+        const float* v = reinterpret_cast<const float*>(row) + g * RS_GROUP;
+        for (int i = 0; i < 4; ++i) out[i] = _mm256_loadu_ps(v + 8 * i);
+    } else if constexpr (TYPE == RS_F16) {
+        const uint8_t* v = row + g * RS_GROUP * 2;
+        for (int i = 0; i < 4; ++i)
+            out[i] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * i)));
+    } else if constexpr (TYPE == RS_BF16) {
+        const uint8_t* v = row + g * RS_GROUP * 2;
+        for (int i = 0; i < 4; ++i) {
+            const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * i)));
+            out[i] = _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+        }
+    } else if constexpr (TYPE == RS_Q4_0 || TYPE == RS_IQ4_NL) {
+        const uint8_t* b = row + g * 18;
+        const float d = rs_half(b);
+        __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
+        if constexpr (TYPE == RS_Q4_0) {
+            rs_codes_to_floats(codes, d, -8.0f * d, out);
+        } else {
+            const __m256i table = _mm256_broadcastsi128_si256(
+                _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+            rs_codes_to_floats(_mm256_shuffle_epi8(table, codes), d, 0.0f, out);
+        }
+    } else if constexpr (TYPE == RS_Q4_1) {
+        const uint8_t* b = row + g * 20;
+        const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4)));
+        rs_codes_to_floats(codes, rs_half(b), rs_half(b + 2), out);
+    } else if constexpr (TYPE == RS_Q5_0 || TYPE == RS_Q5_1) {
+        constexpr int SIZE = TYPE == RS_Q5_0 ? 22 : 24, HIGH = TYPE == RS_Q5_0 ? 2 : 4;
+        const uint8_t* b = row + g * SIZE;
+        uint32_t high;
+        std::memcpy(&high, b + HIGH, 4);
+        __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + HIGH + 4)));
+        codes = _mm256_or_si256(codes, _mm256_and_si256(rs_bits_to_bytes(high), _mm256_set1_epi8(16)));
+        const float d = rs_half(b);
+        rs_codes_to_floats(codes, d, TYPE == RS_Q5_0 ? -16.0f * d : rs_half(b + 2), out);
+    } else if constexpr (TYPE == RS_Q8_0) {
+        const uint8_t* b = row + g * 34;
+        const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+        rs_codes_to_floats(codes, rs_half(b), 0.0f, out);
+    } else if constexpr (TYPE == RS_Q2_K) {
+        const uint8_t* b = row + (g / 8) * 84;
+        const int j = int(g % 8);
+        const __m256i codes = rs_bit_field(b + 16 + (j / 4) * 32, 2 * (j % 4), 3);
+        const float d = rs_half(b + 80), dmin = rs_half(b + 82);
+        const uint8_t s0 = b[2 * j], s1 = b[2 * j + 1];
+        rs_codes_to_floats(codes, _mm256_set1_ps(d * float(s0 & 0x0F)), _mm256_set1_ps(-(dmin * float(s0 >> 4))),
+                           _mm256_set1_ps(d * float(s1 & 0x0F)), _mm256_set1_ps(-(dmin * float(s1 >> 4))), out);
+    } else if constexpr (TYPE == RS_Q3_K) {
+        const uint8_t* b = row + (g / 8) * 110;
+        const int j = int(g % 8);
+        const __m256i low = rs_bit_field(b + 32 + (j / 4) * 32, 2 * (j % 4), 3);
+        const __m256i high = rs_bit_field(b, j, 1);  // 1: no offset; 0: minus 4
+        const __m256i codes = _mm256_sub_epi8(low, _mm256_andnot_si256(_mm256_slli_epi16(high, 2), _mm256_set1_epi8(4)));
+        const uint8_t* s = b + 96;
+        const float d = rs_half(b + 108);
+        float scale[2];
+        for (int h = 0; h < 2; ++h) {
+            const int i = 2 * j + h;
+            const int value = ((s[i % 8] >> (4 * (i / 8))) & 0x0F) | (((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4);
+            scale[h] = d * float(value - 32);
+        }
+        const __m256 zero = _mm256_setzero_ps();
+        rs_codes_to_floats(codes, _mm256_set1_ps(scale[0]), zero, _mm256_set1_ps(scale[1]), zero, out);
+    } else if constexpr (TYPE == RS_Q4_K || TYPE == RS_Q5_K) {
+        constexpr int SIZE = TYPE == RS_Q4_K ? 144 : 176, NIBBLES = TYPE == RS_Q4_K ? 16 : 48;
+        const uint8_t* b = row + (g / 8) * SIZE;
+        const int j = int(g % 8);
+        int scale, min;
+        rs_scale_min_k4(b + 4, j, &scale, &min);
+        __m256i codes = rs_bit_field(b + NIBBLES + (j / 2) * 32, 4 * (j % 2), 0x0F);
+        if constexpr (TYPE == RS_Q5_K) codes = _mm256_or_si256(codes, _mm256_slli_epi16(rs_bit_field(b + 16, j, 1), 4));
+        rs_codes_to_floats(codes, rs_half(b) * float(scale), -(rs_half(b + 2) * float(min)), out);
+    } else if constexpr (TYPE == RS_Q6_K) {
+        const uint8_t* b = row + (g / 8) * 210;
+        const int j = int(g % 8), half = j / 4, quarter = j % 4;
+        const __m256i low = rs_bit_field(b + half * 64 + (quarter % 2) * 32, 4 * (quarter / 2), 0x0F);
+        const __m256i high = rs_bit_field(b + 128 + half * 32, 2 * quarter, 3);
+        const __m256i codes = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+        const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192) + 2 * j;
+        const float d = rs_half(b + 208);
+        const __m256 zero = _mm256_setzero_ps();
+        rs_codes_to_floats(codes, _mm256_set1_ps(d * float(scales[0])), zero, _mm256_set1_ps(d * float(scales[1])),
+                           zero, out);
+    } else if constexpr (TYPE == RS_IQ4_XS) {
+        const uint8_t* b = row + (g / 8) * 136;
+        const int j = int(g % 8);
+        uint16_t high;
+        std::memcpy(&high, b + 2, 2);
+        const int value = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0F) | (((high >> (2 * j)) & 3) << 4);
+        const __m256i table = _mm256_broadcastsi128_si256(
+            _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+        const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8 + 16 * j)));
+        rs_codes_to_floats(_mm256_shuffle_epi8(table, codes), rs_half(b) * float(value - 32), 0.0f, out);
+    }
+}
+
+// Calls f.template operator()<TYPE>() for a runtime type id; returns false for a type the kernels lack.
+template <typename F>
+static inline bool rs_dispatch_type(int type, F&& f) {
+    switch (type) {
+        case RS_F32: f.template operator()<RS_F32>(); return true;
+        case RS_F16: f.template operator()<RS_F16>(); return true;
+        case RS_BF16: f.template operator()<RS_BF16>(); return true;
+        case RS_Q4_0: f.template operator()<RS_Q4_0>(); return true;
+        case RS_Q4_1: f.template operator()<RS_Q4_1>(); return true;
+        case RS_Q5_0: f.template operator()<RS_Q5_0>(); return true;
+        case RS_Q5_1: f.template operator()<RS_Q5_1>(); return true;
+        case RS_Q8_0: f.template operator()<RS_Q8_0>(); return true;
+        case RS_Q2_K: f.template operator()<RS_Q2_K>(); return true;
+        case RS_Q3_K: f.template operator()<RS_Q3_K>(); return true;
+        case RS_Q4_K: f.template operator()<RS_Q4_K>(); return true;
+        case RS_Q5_K: f.template operator()<RS_Q5_K>(); return true;
+        case RS_Q6_K: f.template operator()<RS_Q6_K>(); return true;
+        case RS_IQ4_NL: f.template operator()<RS_IQ4_NL>(); return true;
+        case RS_IQ4_XS: f.template operator()<RS_IQ4_XS>(); return true;
+        default: return false;
+    }
+}

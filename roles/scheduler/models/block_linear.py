@@ -1,0 +1,60 @@
+"""Linears that run a checkpoint's own blocks on roleserve's CPU kernels (``exec.weight_dtype: auto``).
+
+The weights are the stacked weights' blocks as the checkpoint stores them, one part per weight, each of its
+own tensor type (``roles.model_files.tensor_types``): a Q4_K_M file's Q|K|V may be Q5_0 | Q5_0 | Q8_0.
+No value is changed and no float32 copy is made; the kernels decode every group of 32 weights as they
+read it. The same module serves any number of rows: the kernel reads each weight group once per call and
+applies it to every row.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from roles.model_files.tensor_types import BY_ID
+from roles.scheduler.kernels import native
+from roles.scheduler.models.state_loading import meta
+
+
+class BlockLinear(nn.Module):
+    """y = x @ W.T with W's output rows in ``len(part_types)`` parts of (rows, row bytes) uint8 blocks."""
+
+    def __init__(self, in_features: int, part_types: list[int], parts: list[torch.Tensor]):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = sum(blocks.shape[0] for blocks in parts)
+        self.part_types = list(part_types)
+        self.register_buffer("block_types", torch.tensor(self.part_types, dtype=torch.int32))
+        for index, blocks in enumerate(parts):
+            self.register_buffer(f"blocks_{index}", blocks)
+        self._view: native.RsLinear | None = None
+
+    @classmethod
+    def empty(cls, in_features: int, part_types: list[int], part_rows: list[int]) -> BlockLinear:
+        parts = [
+            meta((rows, BY_ID[type_id].row_bytes(in_features)), torch.uint8)
+            for type_id, rows in zip(part_types, part_rows, strict=True)
+        ]
+        return cls(in_features, part_types, parts)
+
+    def _parts(self) -> list[torch.Tensor]:
+        return [getattr(self, f"blocks_{index}") for index in range(len(self.part_types))]
+
+    def kernel_view(self) -> native.RsLinear:
+        """The C view of the buffers; rebuilt if they were replaced (e.g. by shared-memory tensors)."""
+        parts = self._parts()
+        view = self._view
+        if view is None or any(view.parts[i].data != blocks.data_ptr() for i, blocks in enumerate(parts)):
+            view = self._view = native.linear_view(
+                list(zip(self.part_types, parts, strict=True)), self.in_features
+            )
+        return view
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(torch.float32).contiguous()
+        return native.linear_forward(self.kernel_view(), flat).view(*x.shape[:-1], self.out_features)
+
+    def rows(self, ids: torch.Tensor) -> torch.Tensor:
+        """Rows of W as float32: the embedding lookup when W is an embedding table."""
+        return native.weight_rows(self.kernel_view(), ids.to(torch.int64).contiguous())
