@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from launcher.collector_check import STAT_LOGGERS_IMPORTABLE
 from launcher.expert_parallel_check import EP_SIZE_FITS_THE_MODEL, EXPERT_BACKUP_FITS
+from launcher.model_file_check import MODEL_FILE_SERVABLE
 from launcher.ray_backend_check import RAY_IMPORTABLE
 from runtime_context.constraints import Constraint
 
 LAUNCHER_CONSTRAINTS: tuple[Constraint, ...] = (
     STAT_LOGGERS_IMPORTABLE,
+    MODEL_FILE_SERVABLE,
     EP_SIZE_FITS_THE_MODEL,
     EXPERT_BACKUP_FITS,
     RAY_IMPORTABLE,

@@ -119,5 +119,6 @@ def check_constraints(
         first, *others = constraint.keys
         where = sources[first].detail if sources[first].kind == "file" else str(sources[first])
         involved = ", ".join(f"{k} from {sources[k]}" for k in others)
-        problems.append(ConfigProblem(where, first, f"{constraint.message(values)} ({involved})"))
+        message = constraint.message(values)
+        problems.append(ConfigProblem(where, first, f"{message} ({involved})" if involved else message))
     return problems

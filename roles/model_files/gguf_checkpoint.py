@@ -25,11 +25,6 @@ from roles.model_files.tensor_types import BY_ID, BY_NAME, SUPPORTED_NAMES, Tens
 SUPPORTED_ARCHITECTURES = ("llama",)
 
 
-def _nbytes(info: GGUFTensorInfo) -> int:
-    kind = BY_ID[info.type_id]
-    return int(np.prod(info.dims)) // kind.block_size * kind.block_bytes
-
-
 _GLOBAL_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",
     "output_norm.weight": "model.norm.weight",
@@ -127,7 +122,7 @@ class GGUFCheckpoint:
             raise ModelFileError(f"{self.path} is not a readable GGUF file: {error}") from error
         self._tensors = self._file.tensors
         for info in self._tensors.values():
-            if info.type_id in BY_ID and info.offset + _nbytes(info) > self._file.size:
+            if info.type_id in BY_ID and info.offset + self.tensor_nbytes(info) > self._file.size:
                 raise ModelFileError(f"{self.path} is truncated: tensor {info.name!r} runs past the end")
         architecture = self.field("general.architecture")
         if architecture not in SUPPORTED_ARCHITECTURES:
@@ -137,6 +132,20 @@ class GGUFCheckpoint:
                 "Qwen2-MoE only as a Hugging Face folder)"
             )
         self.architecture = architecture
+
+    @property
+    def tensor_infos(self) -> dict[str, GGUFTensorInfo]:
+        return self._tensors
+
+    @property
+    def file_size(self) -> int:
+        return self._file.size
+
+    @staticmethod
+    def tensor_nbytes(info: GGUFTensorInfo) -> int:
+        """Bytes of a tensor of a supported type."""
+        kind = BY_ID[info.type_id]
+        return int(np.prod(info.dims)) // kind.block_size * kind.block_bytes
 
     def field(self, key: str, default=None):
         return self._file.fields.get(key, default)

@@ -1,0 +1,40 @@
+"""`serve --model` on a GGUF mixing every tensor type (a K-quant file's mix and the rest): greedy output over
+HTTP equals the in-process engine on the same file."""
+
+from __future__ import annotations
+
+import pytest
+from serve_harness import ServeProcess
+
+from roles.protocol import SamplingFields
+from roles.scheduler.engine import Engine
+from roles.scheduler.engine_settings import engine_config
+from roles.tokenizer.text_tokenizer import load_text_tokenizer
+from tests.kquant_checkpoint import write_kquant_llama
+
+PROMPTS = ["The quick brown fox", "def add(a, b):", "Numbers like 12345"]
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    return str(write_kquant_llama(tmp_path_factory.mktemp("mixed") / "mixed.gguf"))
+
+
+@pytest.fixture(scope="module")
+def server(mixed, tmp_path_factory):
+    config = {"model": {"path": mixed}, "memory": {"kv_cache_tokens": 2048}}
+    with ServeProcess(tmp_path_factory.mktemp("serve"), config) as running:
+        yield running
+
+
+def test_served_greedy_completions_equal_the_in_process_engine(mixed, server):
+    engine = Engine(engine_config(model_path=mixed, kv_cache_tokens=1024, max_running_requests=4))
+    tokenizer = load_text_tokenizer(mixed)
+    client = server.openai_client(timeout_s=60)
+    name = client.models.list().data[0].id
+    for prompt in PROMPTS:
+        served = client.completions.create(model=name, prompt=prompt, max_tokens=16, temperature=0)
+        [ids] = engine.generate([tokenizer.encode(prompt)], SamplingFields(temperature=0, max_tokens=16))
+        expected = tokenizer.decode([i for i in ids if i not in engine.eos_token_ids])
+        assert served.choices[0].text == expected
+        assert served.usage.completion_tokens == len(ids)
