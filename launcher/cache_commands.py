@@ -7,7 +7,7 @@ import time
 
 import zmq
 
-from roles.shared_weights.client import WeightCacheUnavailable, ask
+from roles.shared_weights.asking import WeightCacheUnavailable, ask
 from roles.shared_weights.messages import DropEntries, Dropped, EntryList, ListEntries
 from roles.shared_weights.persistent_daemon import daemon_address, is_running
 

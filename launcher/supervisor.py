@@ -30,7 +30,7 @@ from roles.protocol import (
     control_decoder,
     encode,
 )
-from roles.shared_weights.client import WeightCacheUnavailable
+from roles.shared_weights.asking import WeightCacheUnavailable
 from roles.sockets import bind
 from runtime_context import (
     EXIT_CONFIG_ERROR,

@@ -24,7 +24,7 @@ def shared_model_or_none(link: ChildLink, config, expert_shard_for=None):
     if not cache.enabled or link.endpoints.weight_cache is None:
         return None
     from roles.scheduler.models.shared_model import load_shared_model
-    from roles.shared_weights.client import WeightCacheUnavailable
+    from roles.shared_weights.asking import WeightCacheUnavailable
 
     try:
         return load_shared_model(
@@ -55,7 +55,8 @@ def expert_backup_weights(link: ChildLink, config):
             "experts from the expert_backup: the dense tensors come from the checkpoint, not the weight cache"
         )
     from roles.scheduler.models.quantized_linear import runnable_weight_dtype
-    from roles.shared_weights.client import WeightCacheUnavailable, map_shared_weights
+    from roles.shared_weights.asking import WeightCacheUnavailable
+    from roles.shared_weights.client import map_shared_weights
 
     try:
         return map_shared_weights(

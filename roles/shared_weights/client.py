@@ -16,30 +16,12 @@ import zmq
 
 from roles.model_files.model_path import resolve_model_path
 from roles.model_files.model_shape import ModelShape
+from roles.shared_weights.asking import WeightCacheUnavailable, ask
 from roles.shared_weights.identity import identity_of
-from roles.shared_weights.messages import Ping, Pong, WeightAnswer, WeightQuery, cache_decoder, cache_encoder
+from roles.shared_weights.messages import Ping, Pong, WeightAnswer, WeightQuery
 from roles.shared_weights.segment import MappedSegment
 
 log = logging.getLogger("roleserve.weight_cache")
-
-
-class WeightCacheUnavailable(Exception):
-    pass
-
-
-def ask(context: zmq.Context, address: str, message, timeout_s: float):
-    socket = context.socket(zmq.REQ)
-    socket.setsockopt(zmq.LINGER, 0)
-    socket.connect(address)
-    try:
-        socket.send(cache_encoder.encode(message))
-        if not socket.poll(int(timeout_s * 1000)):
-            raise WeightCacheUnavailable(
-                f"weight_cache_daemon at {address} did not answer within {timeout_s:g}s"
-            )
-        return cache_decoder.decode(socket.recv())
-    finally:
-        socket.close(0)
 
 
 @dataclass

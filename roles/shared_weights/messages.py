@@ -5,7 +5,16 @@ from __future__ import annotations
 import msgspec
 
 from roles.shared_weights.identity import ModelIdentity
-from roles.shared_weights.segment import TensorEntry
+
+
+class TensorEntry(msgspec.Struct, array_like=True):
+    """Where one tensor lies in a segment."""
+
+    name: str
+    dtype: str  # torch dtype name, e.g. "float32", "int8", "int32", "uint8"
+    shape: list[int]
+    offset: int
+    nbytes: int
 
 
 class Ping(msgspec.Struct, tag=True):

@@ -13,7 +13,7 @@ import os
 
 import zmq
 
-from roles.shared_weights.client import WeightCacheUnavailable, ask
+from roles.shared_weights.asking import WeightCacheUnavailable, ask
 from roles.shared_weights.messages import Ping, Pong
 from roles.shared_weights.private_dir import ensure_private_dir, open_private_file, private_run_dir
 

@@ -11,7 +11,7 @@ import os
 import stat
 import tempfile
 
-from roles.shared_weights.client import WeightCacheUnavailable
+from roles.shared_weights.asking import WeightCacheUnavailable
 
 
 class UnsafeDirectory(WeightCacheUnavailable):

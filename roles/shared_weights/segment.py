@@ -11,20 +11,13 @@ import os
 import warnings
 from multiprocessing import shared_memory
 
-import msgspec
 import numpy as np
 import torch
 
+from roles.shared_weights.messages import TensorEntry
+
 _ALIGN = 64
 _SHM_DIR = "/dev/shm"
-
-
-class TensorEntry(msgspec.Struct, array_like=True):
-    name: str
-    dtype: str  # torch dtype name, e.g. "float32", "int8", "int32", "uint8"
-    shape: list[int]
-    offset: int
-    nbytes: int
 
 
 def _aligned(value: int) -> int:

@@ -14,7 +14,7 @@ import time
 
 import zmq
 
-from roles.shared_weights.client import WeightCacheUnavailable, ask
+from roles.shared_weights.asking import WeightCacheUnavailable, ask
 from roles.shared_weights.messages import Ping, Pong
 from roles.shared_weights.persistent_daemon import (
     cache_dir,

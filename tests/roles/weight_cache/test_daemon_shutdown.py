@@ -17,7 +17,7 @@ PARENT = textwrap.dedent(
     """
     import multiprocessing, sys
     import zmq
-    from roles.shared_weights.client import ask
+    from roles.shared_weights.asking import ask
     from roles.shared_weights.identity import identity_of
     from roles.shared_weights.messages import WeightAnswer, WeightQuery
     from roles.shared_weights.segment import segment_exists

@@ -12,7 +12,7 @@ from roles.scheduler.engine import Engine
 from roles.scheduler.engine_settings import engine_config
 from roles.scheduler.models.llama import load_model, model_from_state
 from roles.scheduler.models.shared_model import load_shared_model
-from roles.shared_weights.client import WeightCacheUnavailable
+from roles.shared_weights.asking import WeightCacheUnavailable
 from roles.shared_weights.identity import identity_of
 from roles.shared_weights.segment import MappedSegment, segment_exists
 from roles.shared_weights.store import WeightStore, load_answer
