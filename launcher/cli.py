@@ -12,6 +12,7 @@ from launcher.constraints import LAUNCHER_CONSTRAINTS
 from launcher.derivations import LAUNCHER_RULES
 from launcher.live_inspect import LiveInspectError, fetch_live_entries
 from launcher.model_commands import add_model_commands, run_model_command
+from launcher.role_facts import offline_facts
 from launcher.role_list import LAUNCHER, ROLES
 from launcher.settings_help import settings_reference
 from runtime_context import EXIT_CONFIG_ERROR, ConfigError, ResolvedConfig, get_http, publish, resolve
@@ -176,7 +177,10 @@ def _roles(args: argparse.Namespace, resolved: ResolvedConfig) -> int:
             print(f"serve roles {args.action}: {error}", file=sys.stderr)
             return 1
     else:
-        entries = [offline_entry(resolved, role.name, role.projection) for role in ROLES]
+        entries = [
+            offline_entry(resolved, role.name, role.projection, offline_facts(resolved, role.name))
+            for role in ROLES
+        ]
     if args.action == "audit":
         rows = audit(entries)
         sys.stdout.write(json.dumps(rows, indent=2) + "\n" if args.format == "json" else render_audit(rows))

@@ -84,6 +84,8 @@ class ChildLink:
         connect(self.control, endpoints.control, endpoints.curve)
         self.frames = FrameCounter()
         self.shutdown_reason: str | None = None
+        # What this process built from its config, stated in its inspect answers (JSON values by name).
+        self.facts: dict = {}
         self._last_heartbeat = 0.0
 
     def send_ready(self) -> None:
@@ -111,7 +113,7 @@ class ChildLink:
     def handle_control_frame(self, frame: bytes) -> None:
         message = self.frames.decode(control_decoder, frame)
         if isinstance(message, InspectQuery):
-            entry = live_entry(get_context(), instance=self.spec.instance)
+            entry = live_entry(get_context(), instance=self.spec.instance, facts=self.facts)
             self.control.send(encode(InspectReply(message.query_id, json.dumps([entry]))))
         elif isinstance(message, Shutdown):
             self.shutdown_reason = message.reason

@@ -13,8 +13,11 @@ from runtime_context.settings import SETTINGS
 from runtime_context.view import ProjectionView
 
 
-def offline_entry(resolved: ResolvedConfig, role: str, projection: frozenset[str]) -> dict[str, Any]:
-    """What a process of `role` (with this projection) WOULD see if started with this resolved config."""
+def offline_entry(
+    resolved: ResolvedConfig, role: str, projection: frozenset[str], facts: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a process of `role` (with this projection) WOULD see if started with this resolved config;
+    ``facts``: what such a process would build from it (e.g. how the scheduler would run the weights)."""
     view = ProjectionView(role, check_projection(role, projection), resolved.raw_value("roles.enforcement"))
     resolved = resolved.for_projection(view.allowed)  # exactly the record such a process would receive
     leaves = [
@@ -33,11 +36,15 @@ def offline_entry(resolved: ResolvedConfig, role: str, projection: frozenset[str
         "leaves": leaves,
         "overrides": [],
         "reads": [],
+        "facts": facts or {},
     }
 
 
-def live_entry(context: RuntimeContext, instance: int | None = None) -> dict[str, Any]:
-    """What THIS process actually published (answers the launcher's inspect request)."""
+def live_entry(
+    context: RuntimeContext, instance: int | None = None, facts: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What THIS process actually published (answers the launcher's inspect request), and the ``facts`` it
+    states about what it built from it (JSON values: how the scheduler runs its weights, ...)."""
     view = context._require_published()
     assert context.resolved is not None
     resolved = context.resolved
@@ -65,6 +72,7 @@ def live_entry(context: RuntimeContext, instance: int | None = None) -> dict[str
         "leaves": leaves,
         "overrides": [entry.shown() for entry in context.overrides_log()],
         "reads": reads,
+        "facts": facts or {},
     }
 
 
@@ -94,8 +102,26 @@ def render_table(entries: list[dict[str, Any]]) -> str:
             )
         for read in entry["reads"]:
             lines.append(f"   read {read['namespace']}.{read['leaf']} x{read['count']} at {read['site']}")
+        lines += _fact_lines(entry.get("facts") or {})
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _fact_lines(facts: dict[str, Any]) -> list[str]:
+    """A fact is a value, or a list of rows (dicts) shown one per line with their fields."""
+    lines = []
+    for name, value in facts.items():
+        if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
+            cells = [[_cell(cell) for cell in row.values()] for row in value]
+            widths = [max(len(row[i]) for row in cells if i < len(row)) for i in range(max(map(len, cells)))]
+            lines.append(f"   {name}:")
+            lines += [
+                "     " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+                for row in cells
+            ]
+        else:
+            lines.append(f"   {name}: {_cell(value)}")
+    return lines
 
 
 def render_resolved_table(resolved: ResolvedConfig) -> str:

@@ -43,9 +43,21 @@ _ROWS = (
     TensorType("Q6_K", 14, 256, 210),
     TensorType("IQ4_XS", 23, 256, 136),
 )
+KERNEL_GROUP = 32  # the kernels walk every row in groups of 32 weights
+INT4_GROUP = 32  # torch's int4 kernel (exec.weight_dtype int4) quantises groups of 32 inputs
 BY_ID = {row.type_id: row for row in _ROWS}
 BY_NAME = {row.name: row for row in _ROWS}
 SUPPORTED_NAMES = tuple(row.name for row in _ROWS)
+
+
+def kernel_refusal(type_name: str, cols: int) -> str | None:
+    """Why the kernels cannot run a (type, in_features) weight, or None when they can: only a float type
+    can have a width that is not a whole number of 32-weight groups."""
+    if type_name not in BY_NAME:
+        return f"the kernels do not run {type_name}"
+    if cols % KERNEL_GROUP:
+        return f"{cols} input columns are not a multiple of {KERNEL_GROUP}"
+    return None
 
 
 def type_name(type_id: int) -> str:

@@ -40,6 +40,7 @@ from roles.scheduler.expert_stats.from_settings import (
 )
 from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.model_sources import model_from_sources
+from roles.scheduler.weight_report import report_weight_formats
 from roles.sockets import bind, connect, connect_push
 from runtime_context import get_parallel
 
@@ -258,6 +259,7 @@ def main(link: ChildLink) -> None:
             engine, backup.tensors, rebalance_settings_from_context(), link.endpoints.ep_placement
         )
     log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
+    link.facts["weights"] = report_weight_formats(config.model_path, config.weight_dtype)
     if group is None:
         server = SchedulerServer(link, engine, recorder_dir_from_context())
     else:

@@ -78,6 +78,7 @@ class LiveProcess(BaseModel):
     leaves: list[PublishedLeaf]
     overrides: list[AppliedOverride]
     reads: list[RecordedRead]
+    facts: dict[str, Any] = {}  # what the process built from its config (the scheduler: weight formats)
 
 
 class LiveRoles(BaseModel):

@@ -3,7 +3,6 @@
 - ``block_parts``: the blocks of the weights one linear stacks along its output rows (Q|K|V, gate|up), each
   weight a part of its own tensor type, as ``roles/scheduler/kernels/linear_kernels.h`` reads them: no
   float32 copy, and a view of the file's map where the rows are the file's.
-- ``kernel_refusal``: why the kernels cannot run a weight of a given type and width, or None when they can.
 - ``q4_1_to_int4_parts``: Q4_1 blocks (w = d * q + m per 32 weights) -> torch's group-32 int4 layout:
   scale = d, zero = m + 8 * d, since that kernel computes (q - 8) * scale + zero.
 """
@@ -16,24 +15,13 @@ import numpy as np
 import torch
 
 from roles.model_files.gguf_checkpoint import RawQuantTensor
-from roles.model_files.tensor_types import BY_NAME
 
 MAX_PARTS = 4  # RS_MAX_PARTS in linear_kernels.h
-KERNEL_GROUP = 32  # the kernels walk every row in groups of 32 weights
 
 
 def _half(blocks: np.ndarray, offset: int) -> np.ndarray:
     """The float16 at ``offset`` of every block, as float32: (rows, groups)."""
     return blocks[..., offset : offset + 2].copy().view(np.float16)[..., 0].astype(np.float32)
-
-
-def kernel_refusal(type_name: str, cols: int) -> str | None:
-    """Why a (type, in_features) weight cannot run on the kernels, or None when it can."""
-    if type_name not in BY_NAME:
-        return f"the kernels do not run {type_name}"
-    if cols % KERNEL_GROUP:
-        return f"{cols} input columns are not a multiple of {KERNEL_GROUP}"
-    return None
 
 
 def _as_tensor(array: np.ndarray) -> torch.Tensor:

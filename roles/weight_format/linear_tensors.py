@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import torch
 
-from roles.weight_format.gguf_blocks import block_parts, kernel_refusal, q4_1_to_int4_parts
+from roles.model_files.tensor_types import INT4_GROUP, kernel_refusal
+from roles.weight_format.gguf_blocks import block_parts, q4_1_to_int4_parts
 from roles.weight_format.weight_sources import WeightSource
 
 WEIGHT_DTYPES = ("auto", "exact", "int8", "int4")
-INT4_GROUP = 32
 
 
 def stack_rows(tensors: list[torch.Tensor]) -> torch.Tensor:

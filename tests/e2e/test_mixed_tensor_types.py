@@ -38,3 +38,16 @@ def test_served_greedy_completions_equal_the_in_process_engine(mixed, server):
         expected = tokenizer.decode([i for i in ids if i not in engine.eos_token_ids])
         assert served.choices[0].text == expected
         assert served.usage.completion_tokens == len(ids)
+
+
+def test_roles_shows_how_each_tensor_type_runs_and_the_scheduler_logs_it(server):
+    import httpx
+
+    processes = httpx.get(server.url + "/roles", timeout=30).json()["processes"]
+    [scheduler] = [p for p in processes if p["role"] == "scheduler"]
+    rows = {row["type"]: row for row in scheduler["facts"]["weights"]}
+    assert rows["Q4_K"]["runs_as"] == "Q4_K blocks on the CPU kernels"
+    assert rows["Q6_K"]["tensors"] == 3
+    assert rows["F32"]["runs_as"] == "float32"
+    assert "weights (exec.weight_dtype auto): BF16 x1 as BF16 blocks on the CPU kernels;" in server.output
+    assert "; Q6_K x3 as Q6_K blocks on the CPU kernels;" in server.output
