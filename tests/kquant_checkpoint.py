@@ -3,21 +3,19 @@
 Layer 0 is laid out like a Q4_K_M file (Q4_K, with Q6_K for attn_v and ffn_down), the other layers cover
 the remaining types; the embedding is Q4_K and the untied head Q6_K, norms F32. The weights are random
 valid blocks (``tests.random_blocks``) scaled to a sane spread, so the model is whatever its blocks say:
-the reference is transformers loading the same file (it dequantises through the gguf package). The
-tokenizer is the tiny byte-level BPE of ``tests.tiny_checkpoint``, written as GGUF metadata.
+the reference is transformers on the gguf package's dequantisation of the same file. The tokenizer is the
+tiny byte-level BPE of ``tests.tiny_checkpoint``, written as GGUF metadata.
 """
 
 from __future__ import annotations
 
-import json
 import pathlib
-import tempfile
 
 import numpy as np
 
 from roles.model_files.tensor_types import BY_NAME
 from tests.random_blocks import random_rows
-from tests.tiny_checkpoint import TINY_CHAT_TEMPLATE, _write_tokenizer
+from tests.tiny_checkpoint import add_gguf_tokenizer
 
 HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, VOCAB = 256, 512, 4, 2, 320
 LAYER_TYPES = (
@@ -75,24 +73,6 @@ def _add_weight(writer, name: str, type_name: str, rows: int, cols: int, std: fl
     writer.add_tensor(name, blocks, raw_dtype=qtype)
 
 
-def _add_tokenizer(writer) -> None:
-    """The tiny BPE (tokenizer.json) as llama.cpp's ``gpt2`` tokenizer metadata."""
-    with tempfile.TemporaryDirectory() as folder:
-        _write_tokenizer(pathlib.Path(folder), VOCAB)
-        spec = json.loads((pathlib.Path(folder) / "tokenizer.json").read_text())
-    vocab = spec["model"]["vocab"]
-    tokens = sorted(vocab, key=vocab.get)
-    special = {entry["content"] for entry in spec["added_tokens"]}
-    merges = [merge if isinstance(merge, str) else " ".join(merge) for merge in spec["model"]["merges"]]
-    writer.add_tokenizer_model("gpt2")
-    writer.add_token_list(tokens)
-    writer.add_token_merges(merges)
-    writer.add_token_types([3 if token in special else 1 for token in tokens])
-    writer.add_bos_token_id(vocab["<|endoftext|>"])
-    writer.add_eos_token_id(vocab["<|im_end|>"])
-    writer.add_chat_template(TINY_CHAT_TEMPLATE)
-
-
 def write_kquant_llama(path, layer_types=LAYER_TYPES, seed: int = 0, dims=None) -> pathlib.Path:
     """Write the mixed-type GGUF to ``path``; ``layer_types`` (one dict per layer) names each tensor's type
     (a tensor left out of a layer's dict is not written); ``dims`` overrides a layer tensor's torch shape,
@@ -109,7 +89,7 @@ def write_kquant_llama(path, layer_types=LAYER_TYPES, seed: int = 0, dims=None) 
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(10000.0)
     writer.add_vocab_size(VOCAB)
-    _add_tokenizer(writer)
+    add_gguf_tokenizer(writer, VOCAB)
     rng = np.random.default_rng(seed)
 
     def norm() -> np.ndarray:

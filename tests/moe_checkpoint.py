@@ -13,7 +13,8 @@ import pathlib
 import numpy as np
 import torch
 
-from tests.tiny_checkpoint import TINY_DIMS, _write_tokenizer
+from tests.random_blocks import random_rows
+from tests.tiny_checkpoint import TINY_DIMS, _write_tokenizer, add_gguf_tokenizer
 
 _SHARED = dict(
     TINY_DIMS,
@@ -75,12 +76,26 @@ def _llama_cpp_permute(rows: np.ndarray, heads: int) -> np.ndarray:
     )
 
 
+def _expert_blocks(stacked: np.ndarray, expert_type: str, seed: int) -> np.ndarray:
+    """(experts, rows, cols) float32 -> the stack in ``expert_type``'s blocks: quantised where the gguf package
+    has a quantiser, else random valid blocks of the same spread (a K-quant's values are then its own)."""
+    import gguf
+    from gguf.quants import quantize
+
+    qtype = gguf.GGMLQuantizationType[expert_type]
+    try:
+        return quantize(stacked, qtype)
+    except NotImplementedError:
+        experts, rows, cols = stacked.shape
+        blocks = random_rows(expert_type, experts * rows, cols, seed, std=float(stacked.std()))
+        return blocks.reshape(experts, rows, -1)
+
+
 def write_mixtral_gguf(hf_folder, path, expert_type: str = "F32") -> pathlib.Path:
     """The Mixtral at ``hf_folder`` as llama.cpp lays it out in a GGUF: a llama with ``expert_count``, the
     router ``ffn_gate_inp`` and each projection's experts stacked in ``ffn_{gate,up,down}_exps``; those
-    stacks in ``expert_type`` (F32, or a block type like Q8_0), every other tensor F32."""
+    stacks in ``expert_type`` (F32, or any block type: see _expert_blocks), every other tensor F32."""
     import gguf
-    from gguf.quants import quantize
     from safetensors.numpy import load_file
 
     config = json.loads((pathlib.Path(hf_folder) / "config.json").read_text())
@@ -98,7 +113,7 @@ def write_mixtral_gguf(hf_folder, path, expert_type: str = "F32") -> pathlib.Pat
     writer.add_vocab_size(config["vocab_size"])
     writer.add_expert_count(config["num_local_experts"])
     writer.add_expert_used_count(config["num_experts_per_tok"])
-    writer.add_eos_token_id(config["eos_token_id"])
+    add_gguf_tokenizer(writer, config["vocab_size"])
     writer.add_tensor("token_embd.weight", tensors["model.embed_tokens.weight"])
     writer.add_tensor("output_norm.weight", tensors["model.norm.weight"])
     writer.add_tensor("output.weight", tensors["lm_head.weight"])
@@ -122,7 +137,8 @@ def write_mixtral_gguf(hf_folder, path, expert_type: str = "F32") -> pathlib.Pat
             if qtype == gguf.GGMLQuantizationType.F32:
                 writer.add_tensor(f"{ours}{gguf_name}.weight", stacked)
             else:
-                writer.add_tensor(f"{ours}{gguf_name}.weight", quantize(stacked, qtype), raw_dtype=qtype)
+                blocks = _expert_blocks(stacked, expert_type, seed=index * 3 + len(gguf_name))
+                writer.add_tensor(f"{ours}{gguf_name}.weight", blocks, raw_dtype=qtype)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

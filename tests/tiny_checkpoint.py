@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import tempfile
 
 import torch
 
@@ -86,6 +87,24 @@ def _write_tokenizer(folder: pathlib.Path, vocab_size: int) -> None:
         "chat_template": TINY_CHAT_TEMPLATE,
     }
     (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2))
+
+
+def add_gguf_tokenizer(writer, vocab_size: int) -> None:
+    """The tiny BPE (as written to tokenizer.json) as llama.cpp's ``gpt2`` tokenizer metadata of a GGUF."""
+    with tempfile.TemporaryDirectory() as folder:
+        _write_tokenizer(pathlib.Path(folder), vocab_size)
+        spec = json.loads((pathlib.Path(folder) / "tokenizer.json").read_text())
+    vocab = spec["model"]["vocab"]
+    tokens = sorted(vocab, key=vocab.get)
+    special = {entry["content"] for entry in spec["added_tokens"]}
+    merges = [merge if isinstance(merge, str) else " ".join(merge) for merge in spec["model"]["merges"]]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(tokens)
+    writer.add_token_merges(merges)
+    writer.add_token_types([3 if token in special else 1 for token in tokens])
+    writer.add_bos_token_id(vocab["<|endoftext|>"])
+    writer.add_eos_token_id(vocab["<|im_end|>"])
+    writer.add_chat_template(TINY_CHAT_TEMPLATE)
 
 
 def write_tiny_llama(path, **overrides) -> pathlib.Path:

@@ -1,6 +1,8 @@
 """The expert_backup and live rebalancing through the real server: two expert-parallel ranks take their
 experts from the backup; a rebalance on a skewed mix raises the window's balancedness, moves experts
-through the backup, and every greedy answer stays what it was."""
+through the backup, and every greedy answer stays what it was. Once with an HF folder in exact float32,
+once with a GGUF whose experts are Q4_K blocks in auto: the backup, the shards and the moves carry the
+file's blocks as they are."""
 
 from __future__ import annotations
 
@@ -10,20 +12,28 @@ from serve_harness import ServeProcess
 from server_probes import greedy_texts_at_once, metrics
 
 from conftest import tiny_config
-from tests.moe_checkpoint import write_tiny_mixtral
+from tests.moe_checkpoint import write_mixtral_gguf, write_tiny_mixtral
 
 # Skewed: a few prompts made of the same few words, sent at once so both ranks work in the same passes.
 PROMPTS = ["the the the the the", "a a a a a a a", "the a the a the a", "Hello there", "One two three"]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    model = write_tiny_mixtral(tmp_path_factory.mktemp("tiny-mixtral"))
+@pytest.fixture(scope="module", params=["exact", "auto"])
+def server(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny-mixtral")
+    if request.param == "exact":
+        model = write_tiny_mixtral(folder)
+    else:  # K-quant experts need 256-wide rows
+        hf = write_tiny_mixtral(folder / "hf", hidden_size=256, intermediate_size=256)
+        model = write_mixtral_gguf(hf, folder / "mixtral-q4_k.gguf", expert_type="Q4_K")
     config = tiny_config(
         model,
         parallel={"ep_size": 2},
         expert_backup={"enabled": True},
-        exec={"moe": {"num_redundant_experts": 2, "eplb_min_rebalance_balancedness": 1.0}},
+        exec={
+            "weight_dtype": request.param,
+            "moe": {"num_redundant_experts": 2, "eplb_min_rebalance_balancedness": 1.0},
+        },
     )
     with ServeProcess(tmp_path_factory.mktemp("rebalance-serve"), config) as running:
         yield running

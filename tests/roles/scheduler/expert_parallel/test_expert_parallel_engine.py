@@ -7,7 +7,7 @@ import pytest
 
 from roles.protocol import SamplingFields
 from roles.scheduler.engine import Engine
-from tests.moe_checkpoint import write_tiny_mixtral, write_tiny_qwen2_moe
+from tests.moe_checkpoint import write_mixtral_gguf, write_tiny_mixtral, write_tiny_qwen2_moe
 from tests.roles.scheduler.expert_parallel.expert_parallel_ranks import run_ranks, small_engine_config
 
 pytest.importorskip("transformers")
@@ -26,11 +26,16 @@ def one_engine_outputs(model_path: str, prompts: list[list[int]], weight_dtype: 
 
 
 @pytest.mark.parametrize(
-    ("family", "weight_dtype"), [("mixtral", "exact"), ("qwen2_moe", "exact"), ("mixtral", "int8")]
+    ("family", "weight_dtype"),
+    [("mixtral", "exact"), ("qwen2_moe", "exact"), ("mixtral", "int8"), ("mixtral-q4_k.gguf", "auto")],
 )
 def test_two_ranks_decode_what_one_engine_decodes(tmp_path, family, weight_dtype):
-    writer = write_tiny_mixtral if family == "mixtral" else write_tiny_qwen2_moe
-    model = writer(tmp_path / "model")
+    if family == "mixtral-q4_k.gguf":  # each rank's shard holds its experts' Q4_K blocks
+        hf = write_tiny_mixtral(tmp_path / "hf", hidden_size=256, intermediate_size=256)
+        model = write_mixtral_gguf(hf, tmp_path / family, expert_type="Q4_K")
+    else:
+        writer = write_tiny_mixtral if family == "mixtral" else write_tiny_qwen2_moe
+        model = writer(tmp_path / "model")
     ranks = run_ranks(tmp_path, model, RANK_PROMPTS, MAX_TOKENS, weight_dtype)
     alone = one_engine_outputs(str(model), [p for prompts in RANK_PROMPTS for p in prompts], weight_dtype)
     assert [outputs for rank in ranks for outputs in rank[0]] == alone

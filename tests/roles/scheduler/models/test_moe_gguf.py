@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from roles.model_files.gguf_checkpoint import GGUFCheckpoint
+from roles.model_files.tensor_types import BY_NAME
 from roles.scheduler.models.llama import load_model
 from tests.moe_checkpoint import write_mixtral_gguf, write_tiny_mixtral
 from tests.paged_greedy import greedy_decode
@@ -54,3 +55,18 @@ def test_q8_0_experts_run_their_own_blocks_in_auto_like_their_float_values_in_ex
     assert type(auto.layers[0].moe.experts[3].down_proj).__name__ == "BlockLinear"
     exact, _ = load_model(path, "exact")
     assert greedy_decode(auto, shape, PROMPTS, NEW_TOKENS) == greedy_decode(exact, shape, PROMPTS, NEW_TOKENS)
+
+
+def test_k_quant_experts_run_their_own_blocks_in_auto_like_their_float_values_in_exact(tmp_path):
+    """Q4_K gate/up and Q6_K-wide experts need 256-wide rows: a wider Mixtral, its experts in K-quant blocks."""
+    folder = write_tiny_mixtral(tmp_path / "hf", hidden_size=256, intermediate_size=256)
+    for expert_type in ("Q4_K", "Q6_K"):
+        path = str(
+            write_mixtral_gguf(folder, tmp_path / f"mixtral-{expert_type}.gguf", expert_type=expert_type)
+        )
+        auto, shape = load_model(path, "auto")
+        assert auto.layers[1].moe.experts[2].gate_up_proj.part_types == [BY_NAME[expert_type].type_id] * 2
+        exact, _ = load_model(path, "exact")
+        assert greedy_decode(auto, shape, PROMPTS, NEW_TOKENS) == greedy_decode(
+            exact, shape, PROMPTS, NEW_TOKENS
+        )
