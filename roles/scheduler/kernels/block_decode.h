@@ -1,9 +1,10 @@
 // Every GGUF tensor type the kernels run, read in place from the file's own blocks (AVX2/FMA/F16C).
 //
-// A row of a weight is the file's row: its blocks one after another. The kernels walk it in groups of 32
-// weights (every type's block is 32 or 256 weights, a whole number of groups), and `rs_group<TYPE>` turns
-// group g of a row into 32 float32 weights in four 8-float registers, computing what the `gguf` package's
-// dequantisation computes (the reference; at most one rounding apart where it multiplies then adds).
+// A row of a weight is the file's row: its blocks one after another. The kernels walk it block by block,
+// each block in groups of 32 weights (every type's block is 32 or 256 weights), and `rs_reader<TYPE>` turns
+// a group into 32 float32 weights in four 8-float registers, computing what the `gguf` package's
+// dequantisation computes (the reference; at most one rounding apart where it multiplies then adds). A
+// 256-weight block's scales are decoded once for its eight groups.
 // Layouts (offsets in bytes within a block, as gguf/quants.py reads them):
 //   Q4_0  18: d f16 @0, 16 bytes of nibbles @2: byte j = weight j (low) | weight j + 16 (high); w = d (q - 8)
 //   Q4_1  20: d @0, m @2, nibbles @4;                                                          w = d q + m
@@ -127,105 +128,187 @@ static inline void rs_scale_min_k4(const uint8_t* q, int j, int* scale, int* min
     }
 }
 
+// A reader of one block of a type: ``begin`` takes the block and decodes what its groups share (scales,
+// mins), ``group(j, out)`` gives group j's 32 weights (j < GROUPS). Float types read 32 values a "block".
 template <int TYPE>
-static inline void rs_group(const uint8_t* row, int64_t g, __m256 out[4]) {
-    if constexpr (TYPE == RS_F32) {
-        const float* v = reinterpret_cast<const float*>(row) + g * RS_GROUP;
+struct rs_reader;
+
+template <>
+struct rs_reader<RS_F32> {
+    static constexpr int GROUPS = 1, BYTES = 128;
+    const float* v;
+    void begin(const uint8_t* block) { v = reinterpret_cast<const float*>(block); }
+    void group(int, __m256 out[4]) const {
         for (int i = 0; i < 4; ++i) out[i] = _mm256_loadu_ps(v + 8 * i);
-    } else if constexpr (TYPE == RS_F16) {
-        const uint8_t* v = row + g * RS_GROUP * 2;
+    }
+};
+
+template <>
+struct rs_reader<RS_F16> {
+    static constexpr int GROUPS = 1, BYTES = 64;
+    const uint8_t* v;
+    void begin(const uint8_t* block) { v = block; }
+    void group(int, __m256 out[4]) const {
         for (int i = 0; i < 4; ++i)
             out[i] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * i)));
-    } else if constexpr (TYPE == RS_BF16) {
-        const uint8_t* v = row + g * RS_GROUP * 2;
+    }
+};
+
+template <>
+struct rs_reader<RS_BF16> {
+    static constexpr int GROUPS = 1, BYTES = 64;
+    const uint8_t* v;
+    void begin(const uint8_t* block) { v = block; }
+    void group(int, __m256 out[4]) const {
         for (int i = 0; i < 4; ++i) {
             const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * i)));
             out[i] = _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
         }
-    } else if constexpr (TYPE == RS_Q4_0 || TYPE == RS_IQ4_NL) {
-        const uint8_t* b = row + g * 18;
+    }
+};
+
+static inline __m256i rs_iq4_table() {
+    return _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+}
+
+// The 32-weight types: one group a block.
+template <int TYPE>
+    requires(TYPE == RS_Q4_0 || TYPE == RS_Q4_1 || TYPE == RS_Q5_0 || TYPE == RS_Q5_1 || TYPE == RS_Q8_0 ||
+             TYPE == RS_IQ4_NL)
+struct rs_reader<TYPE> {
+    static constexpr int GROUPS = 1;
+    static constexpr int BYTES = TYPE == RS_Q4_1 ? 20 : TYPE == RS_Q5_0 ? 22 : TYPE == RS_Q5_1 ? 24 : TYPE == RS_Q8_0 ? 34 : 18;
+    const uint8_t* b;
+    void begin(const uint8_t* block) { b = block; }
+    void group(int, __m256 out[4]) const {
         const float d = rs_half(b);
-        __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
-        if constexpr (TYPE == RS_Q4_0) {
-            rs_codes_to_floats(codes, d, -8.0f * d, out);
-        } else {
-            const __m256i table = _mm256_broadcastsi128_si256(
-                _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
-            rs_codes_to_floats(_mm256_shuffle_epi8(table, codes), d, 0.0f, out);
+        if constexpr (TYPE == RS_Q8_0) {
+            rs_codes_to_floats(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)), d, 0.0f, out);
+        } else if constexpr (TYPE == RS_Q4_0 || TYPE == RS_IQ4_NL) {
+            const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
+            if constexpr (TYPE == RS_Q4_0)
+                rs_codes_to_floats(codes, d, -8.0f * d, out);
+            else
+                rs_codes_to_floats(_mm256_shuffle_epi8(rs_iq4_table(), codes), d, 0.0f, out);
+        } else if constexpr (TYPE == RS_Q4_1) {
+            const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4)));
+            rs_codes_to_floats(codes, d, rs_half(b + 2), out);
+        } else {  // Q5_0, Q5_1
+            constexpr int HIGH = TYPE == RS_Q5_0 ? 2 : 4;
+            uint32_t high;
+            std::memcpy(&high, b + HIGH, 4);
+            __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + HIGH + 4)));
+            codes = _mm256_or_si256(codes, _mm256_and_si256(rs_bits_to_bytes(high), _mm256_set1_epi8(16)));
+            rs_codes_to_floats(codes, d, TYPE == RS_Q5_0 ? -16.0f * d : rs_half(b + 2), out);
         }
-    } else if constexpr (TYPE == RS_Q4_1) {
-        const uint8_t* b = row + g * 20;
-        const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4)));
-        rs_codes_to_floats(codes, rs_half(b), rs_half(b + 2), out);
-    } else if constexpr (TYPE == RS_Q5_0 || TYPE == RS_Q5_1) {
-        constexpr int SIZE = TYPE == RS_Q5_0 ? 22 : 24, HIGH = TYPE == RS_Q5_0 ? 2 : 4;
-        const uint8_t* b = row + g * SIZE;
-        uint32_t high;
-        std::memcpy(&high, b + HIGH, 4);
-        __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + HIGH + 4)));
-        codes = _mm256_or_si256(codes, _mm256_and_si256(rs_bits_to_bytes(high), _mm256_set1_epi8(16)));
-        const float d = rs_half(b);
-        rs_codes_to_floats(codes, d, TYPE == RS_Q5_0 ? -16.0f * d : rs_half(b + 2), out);
-    } else if constexpr (TYPE == RS_Q8_0) {
-        const uint8_t* b = row + g * 34;
-        const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
-        rs_codes_to_floats(codes, rs_half(b), 0.0f, out);
-    } else if constexpr (TYPE == RS_Q2_K) {
-        const uint8_t* b = row + (g / 8) * 84;
-        const int j = int(g % 8);
-        const __m256i codes = rs_bit_field(b + 16 + (j / 4) * 32, 2 * (j % 4), 3);
+    }
+};
+
+// The 256-weight types: eight groups a block, their scales (and mins) decoded once in begin. Types whose
+// scales cover 16 weights keep two per group: [2j] for its first 16 weights, [2j + 1] for the rest.
+template <>
+struct rs_reader<RS_Q2_K> {
+    static constexpr int GROUPS = 8, BYTES = 84;
+    const uint8_t* b;
+    float scale[16], offset[16];
+    void begin(const uint8_t* block) {
+        b = block;
         const float d = rs_half(b + 80), dmin = rs_half(b + 82);
-        const uint8_t s0 = b[2 * j], s1 = b[2 * j + 1];
-        rs_codes_to_floats(codes, _mm256_set1_ps(d * float(s0 & 0x0F)), _mm256_set1_ps(-(dmin * float(s0 >> 4))),
-                           _mm256_set1_ps(d * float(s1 & 0x0F)), _mm256_set1_ps(-(dmin * float(s1 >> 4))), out);
-    } else if constexpr (TYPE == RS_Q3_K) {
-        const uint8_t* b = row + (g / 8) * 110;
-        const int j = int(g % 8);
-        const __m256i low = rs_bit_field(b + 32 + (j / 4) * 32, 2 * (j % 4), 3);
-        const __m256i high = rs_bit_field(b, j, 1);  // 1: no offset; 0: minus 4
-        const __m256i codes = _mm256_sub_epi8(low, _mm256_andnot_si256(_mm256_slli_epi16(high, 2), _mm256_set1_epi8(4)));
+        for (int i = 0; i < 16; ++i) scale[i] = d * float(b[i] & 0x0F), offset[i] = -(dmin * float(b[i] >> 4));
+    }
+    void group(int j, __m256 out[4]) const {
+        const __m256i codes = rs_bit_field(b + 16 + (j / 4) * 32, 2 * (j % 4), 3);
+        rs_codes_to_floats(codes, _mm256_set1_ps(scale[2 * j]), _mm256_set1_ps(offset[2 * j]),
+                           _mm256_set1_ps(scale[2 * j + 1]), _mm256_set1_ps(offset[2 * j + 1]), out);
+    }
+};
+
+template <>
+struct rs_reader<RS_Q3_K> {
+    static constexpr int GROUPS = 8, BYTES = 110;
+    const uint8_t* b;
+    float scale[16];
+    void begin(const uint8_t* block) {
+        b = block;
         const uint8_t* s = b + 96;
         const float d = rs_half(b + 108);
-        float scale[2];
-        for (int h = 0; h < 2; ++h) {
-            const int i = 2 * j + h;
+        for (int i = 0; i < 16; ++i) {
             const int value = ((s[i % 8] >> (4 * (i / 8))) & 0x0F) | (((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4);
-            scale[h] = d * float(value - 32);
+            scale[i] = d * float(value - 32);
         }
+    }
+    void group(int j, __m256 out[4]) const {
+        const __m256i low = rs_bit_field(b + 32 + (j / 4) * 32, 2 * (j % 4), 3);
+        const __m256i high = rs_bit_field(b, j, 1);  // 1: no offset; 0: minus 4
+        const __m256i codes =
+            _mm256_sub_epi8(low, _mm256_andnot_si256(_mm256_slli_epi16(high, 2), _mm256_set1_epi8(4)));
         const __m256 zero = _mm256_setzero_ps();
-        rs_codes_to_floats(codes, _mm256_set1_ps(scale[0]), zero, _mm256_set1_ps(scale[1]), zero, out);
-    } else if constexpr (TYPE == RS_Q4_K || TYPE == RS_Q5_K) {
-        constexpr int SIZE = TYPE == RS_Q4_K ? 144 : 176, NIBBLES = TYPE == RS_Q4_K ? 16 : 48;
-        const uint8_t* b = row + (g / 8) * SIZE;
-        const int j = int(g % 8);
-        int scale, min;
-        rs_scale_min_k4(b + 4, j, &scale, &min);
+        rs_codes_to_floats(codes, _mm256_set1_ps(scale[2 * j]), zero, _mm256_set1_ps(scale[2 * j + 1]), zero, out);
+    }
+};
+
+template <int TYPE>
+    requires(TYPE == RS_Q4_K || TYPE == RS_Q5_K)
+struct rs_reader<TYPE> {
+    static constexpr int GROUPS = 8, BYTES = TYPE == RS_Q4_K ? 144 : 176, NIBBLES = TYPE == RS_Q4_K ? 16 : 48;
+    const uint8_t* b;
+    float scale[8], offset[8];
+    void begin(const uint8_t* block) {
+        b = block;
+        const float d = rs_half(b), dmin = rs_half(b + 2);
+        for (int j = 0; j < 8; ++j) {
+            int sc, m;
+            rs_scale_min_k4(b + 4, j, &sc, &m);
+            scale[j] = d * float(sc), offset[j] = -(dmin * float(m));
+        }
+    }
+    void group(int j, __m256 out[4]) const {
         __m256i codes = rs_bit_field(b + NIBBLES + (j / 2) * 32, 4 * (j % 2), 0x0F);
         if constexpr (TYPE == RS_Q5_K) codes = _mm256_or_si256(codes, _mm256_slli_epi16(rs_bit_field(b + 16, j, 1), 4));
-        rs_codes_to_floats(codes, rs_half(b) * float(scale), -(rs_half(b + 2) * float(min)), out);
-    } else if constexpr (TYPE == RS_Q6_K) {
-        const uint8_t* b = row + (g / 8) * 210;
-        const int j = int(g % 8), half = j / 4, quarter = j % 4;
+        rs_codes_to_floats(codes, scale[j], offset[j], out);
+    }
+};
+
+template <>
+struct rs_reader<RS_Q6_K> {
+    static constexpr int GROUPS = 8, BYTES = 210;
+    const uint8_t* b;
+    float scale[16];
+    void begin(const uint8_t* block) {
+        b = block;
+        const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
+        const float d = rs_half(b + 208);
+        for (int i = 0; i < 16; ++i) scale[i] = d * float(scales[i]);
+    }
+    void group(int j, __m256 out[4]) const {
+        const int half = j / 4, quarter = j % 4;
         const __m256i low = rs_bit_field(b + half * 64 + (quarter % 2) * 32, 4 * (quarter / 2), 0x0F);
         const __m256i high = rs_bit_field(b + 128 + half * 32, 2 * quarter, 3);
         const __m256i codes = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
-        const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192) + 2 * j;
-        const float d = rs_half(b + 208);
         const __m256 zero = _mm256_setzero_ps();
-        rs_codes_to_floats(codes, _mm256_set1_ps(d * float(scales[0])), zero, _mm256_set1_ps(d * float(scales[1])),
-                           zero, out);
-    } else if constexpr (TYPE == RS_IQ4_XS) {
-        const uint8_t* b = row + (g / 8) * 136;
-        const int j = int(g % 8);
+        rs_codes_to_floats(codes, _mm256_set1_ps(scale[2 * j]), zero, _mm256_set1_ps(scale[2 * j + 1]), zero, out);
+    }
+};
+
+template <>
+struct rs_reader<RS_IQ4_XS> {
+    static constexpr int GROUPS = 8, BYTES = 136;
+    const uint8_t* b;
+    float scale[8];
+    void begin(const uint8_t* block) {
+        b = block;
         uint16_t high;
         std::memcpy(&high, b + 2, 2);
-        const int value = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0F) | (((high >> (2 * j)) & 3) << 4);
-        const __m256i table = _mm256_broadcastsi128_si256(
-            _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
-        const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8 + 16 * j)));
-        rs_codes_to_floats(_mm256_shuffle_epi8(table, codes), rs_half(b) * float(value - 32), 0.0f, out);
+        const float d = rs_half(b);
+        for (int j = 0; j < 8; ++j)
+            scale[j] = d * float((((b[4 + j / 2] >> (4 * (j % 2))) & 0x0F) | (((high >> (2 * j)) & 3) << 4)) - 32);
     }
-}
+    void group(int j, __m256 out[4]) const {
+        const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8 + 16 * j)));
+        rs_codes_to_floats(_mm256_shuffle_epi8(rs_iq4_table(), codes), scale[j], 0.0f, out);
+    }
+};
 
 // Calls f.template operator()<TYPE>() for a runtime type id; returns false for a type the kernels lack.
 template <typename F>

@@ -47,21 +47,27 @@ static inline void rs_prefetch_rows(const rs_part& p, int64_t row, int64_t count
 // out[r, n] for r < ROWS and part rows n in [n0, n1). One input row gets four accumulators (one per weight
 // register) so the FMA chain is not latency bound; several rows interleave their own chains.
 template <int TYPE, int ROWS>
-static void rs_linear_tile(const rs_part& p, int64_t groups, int64_t n0, int64_t n1, const float* x, int64_t ldx,
+static void rs_linear_tile(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const float* x, int64_t ldx,
                            float* out, int64_t ldo) {
+    using R = rs_reader<TYPE>;
     constexpr int CHAINS = ROWS == 1 ? 4 : (ROWS == 2 ? 2 : 1);
     for (int64_t n = n0; n < n1; ++n) {
         const uint8_t* row = p.data + n * p.row_bytes;
         __m256 acc[ROWS][CHAINS];
         for (int r = 0; r < ROWS; ++r)
             for (int c = 0; c < CHAINS; ++c) acc[r][c] = _mm256_setzero_ps();
-        for (int64_t g = 0; g < groups; ++g) {
-            __m256 weights[4];
-            rs_group<TYPE>(row, g, weights);
-            for (int r = 0; r < ROWS; ++r) {
-                const float* xr = x + r * ldx + g * RS_GROUP;
-                for (int i = 0; i < 4; ++i)
-                    acc[r][i % CHAINS] = _mm256_fmadd_ps(weights[i], _mm256_loadu_ps(xr + 8 * i), acc[r][i % CHAINS]);
+        for (int64_t b = 0; b < blocks; ++b) {
+            R reader;
+            reader.begin(row + b * R::BYTES);
+            for (int j = 0; j < R::GROUPS; ++j) {
+                __m256 weights[4];
+                reader.group(j, weights);
+                const int64_t column = (b * R::GROUPS + j) * RS_GROUP;
+                for (int r = 0; r < ROWS; ++r) {
+                    const float* xr = x + r * ldx + column;
+                    for (int i = 0; i < 4; ++i)
+                        acc[r][i % CHAINS] = _mm256_fmadd_ps(weights[i], _mm256_loadu_ps(xr + 8 * i), acc[r][i % CHAINS]);
+                }
             }
         }
         for (int r = 0; r < ROWS; ++r) {
@@ -75,8 +81,9 @@ static void rs_linear_tile(const rs_part& p, int64_t groups, int64_t n0, int64_t
 // One input row: two output rows per pass share the x loads, and eight independent accumulator chains
 // keep the FMA units busy (one row alone would wait on FMA latency at every group).
 template <int TYPE>
-static void rs_linear_single_row(const rs_part& p, int64_t groups, int64_t n0, int64_t n1, const float* x,
+static void rs_linear_single_row(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const float* x,
                                  float* out) {
+    using R = rs_reader<TYPE>;
     int64_t n = n0;
     for (; n + 2 <= n1; n += 2) {
         rs_prefetch_rows(p, n + RS_PREFETCH_ROWS, 2);
@@ -84,39 +91,44 @@ static void rs_linear_single_row(const rs_part& p, int64_t groups, int64_t n0, i
         const uint8_t* row1 = row0 + p.row_bytes;
         __m256 acc0[4], acc1[4];
         for (int i = 0; i < 4; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
-        for (int64_t g = 0; g < groups; ++g) {
-            const float* xg = x + g * RS_GROUP;
-            __m256 xs[4], weights[4];
-            for (int i = 0; i < 4; ++i) xs[i] = _mm256_loadu_ps(xg + 8 * i);
-            rs_group<TYPE>(row0, g, weights);
-            for (int i = 0; i < 4; ++i) acc0[i] = _mm256_fmadd_ps(weights[i], xs[i], acc0[i]);
-            rs_group<TYPE>(row1, g, weights);
-            for (int i = 0; i < 4; ++i) acc1[i] = _mm256_fmadd_ps(weights[i], xs[i], acc1[i]);
+        for (int64_t b = 0; b < blocks; ++b) {
+            R reader0, reader1;
+            reader0.begin(row0 + b * R::BYTES);
+            reader1.begin(row1 + b * R::BYTES);
+            for (int j = 0; j < R::GROUPS; ++j) {
+                const float* xg = x + (b * R::GROUPS + j) * RS_GROUP;
+                __m256 xs[4], weights[4];
+                for (int i = 0; i < 4; ++i) xs[i] = _mm256_loadu_ps(xg + 8 * i);
+                reader0.group(j, weights);
+                for (int i = 0; i < 4; ++i) acc0[i] = _mm256_fmadd_ps(weights[i], xs[i], acc0[i]);
+                reader1.group(j, weights);
+                for (int i = 0; i < 4; ++i) acc1[i] = _mm256_fmadd_ps(weights[i], xs[i], acc1[i]);
+            }
         }
         out[n] = rs_hsum(_mm256_add_ps(_mm256_add_ps(acc0[0], acc0[1]), _mm256_add_ps(acc0[2], acc0[3])));
         out[n + 1] = rs_hsum(_mm256_add_ps(_mm256_add_ps(acc1[0], acc1[1]), _mm256_add_ps(acc1[2], acc1[3])));
     }
-    if (n < n1) rs_linear_tile<TYPE, 1>(p, groups, n, n1, x, 0, out, 0);
+    if (n < n1) rs_linear_tile<TYPE, 1>(p, blocks, n, n1, x, 0, out, 0);
 }
 
 // Part rows [n0, n1) for every input row; out points at the part's first output column.
 template <int TYPE>
 static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1, const float* x, int64_t rows,
                             int64_t ldx, float* out, int64_t ldo) {
-    const int64_t groups = k / RS_GROUP;
+    const int64_t blocks = k / RS_GROUP / rs_reader<TYPE>::GROUPS;
     int64_t r = 0;
     for (; r + RS_ROW_TILE <= rows; r += RS_ROW_TILE)
-        rs_linear_tile<TYPE, RS_ROW_TILE>(p, groups, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo);
+        rs_linear_tile<TYPE, RS_ROW_TILE>(p, blocks, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo);
     x += r * ldx, out += r * ldo;
     switch (rows - r) {
         case 0: break;
-        case 1: rs_linear_single_row<TYPE>(p, groups, n0, n1, x, out); break;
-        case 2: rs_linear_tile<TYPE, 2>(p, groups, n0, n1, x, ldx, out, ldo); break;
-        case 3: rs_linear_tile<TYPE, 3>(p, groups, n0, n1, x, ldx, out, ldo); break;
-        case 4: rs_linear_tile<TYPE, 4>(p, groups, n0, n1, x, ldx, out, ldo); break;
-        case 5: rs_linear_tile<TYPE, 5>(p, groups, n0, n1, x, ldx, out, ldo); break;
-        case 6: rs_linear_tile<TYPE, 6>(p, groups, n0, n1, x, ldx, out, ldo); break;
-        default: rs_linear_tile<TYPE, 7>(p, groups, n0, n1, x, ldx, out, ldo); break;
+        case 1: rs_linear_single_row<TYPE>(p, blocks, n0, n1, x, out); break;
+        case 2: rs_linear_tile<TYPE, 2>(p, blocks, n0, n1, x, ldx, out, ldo); break;
+        case 3: rs_linear_tile<TYPE, 3>(p, blocks, n0, n1, x, ldx, out, ldo); break;
+        case 4: rs_linear_tile<TYPE, 4>(p, blocks, n0, n1, x, ldx, out, ldo); break;
+        case 5: rs_linear_tile<TYPE, 5>(p, blocks, n0, n1, x, ldx, out, ldo); break;
+        case 6: rs_linear_tile<TYPE, 6>(p, blocks, n0, n1, x, ldx, out, ldo); break;
+        default: rs_linear_tile<TYPE, 7>(p, blocks, n0, n1, x, ldx, out, ldo); break;
     }
 }
 
@@ -150,10 +162,16 @@ static void rs_weight_row(const rs_linear& w, int64_t row, float* out) {
         if (row >= p.rows) continue;
         const uint8_t* data = p.data + row * p.row_bytes;
         rs_dispatch_type(p.type, [&]<int TYPE>() {
-            for (int64_t g = 0; g < w.k / RS_GROUP; ++g) {
-                __m256 weights[4];
-                rs_group<TYPE>(data, g, weights);
-                for (int j = 0; j < 4; ++j) _mm256_storeu_ps(out + g * RS_GROUP + 8 * j, weights[j]);
+            using R = rs_reader<TYPE>;
+            for (int64_t b = 0; b < w.k / RS_GROUP / R::GROUPS; ++b) {
+                R reader;
+                reader.begin(data + b * R::BYTES);
+                for (int j = 0; j < R::GROUPS; ++j) {
+                    __m256 weights[4];
+                    reader.group(j, weights);
+                    float* o = out + (b * R::GROUPS + j) * RS_GROUP;
+                    for (int i = 0; i < 4; ++i) _mm256_storeu_ps(o + 8 * i, weights[i]);
+                }
             }
         });
         return;

@@ -1,0 +1,72 @@
+"""Every tensor type's linear on the CPU kernels: time per call and weights per nanosecond, at 1 row (a
+decode step of one sequence) and at a batch of rows (a step of many sequences, a prefill chunk).
+
+    .venv/bin/python bench/tensor_types.py [--rows 1 32] [--out 1536] [--threads 2]
+
+The weight is (--out, in) with in = 1536 (a whole number of 256-weight blocks), random valid blocks. The
+best of 9 runs of 50 calls each, so a busy moment of a shared machine does not count. The reference line is
+float32 F.linear (torch's own matmul) on the dequantised weight, at the same shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from roles.model_files.tensor_types import BY_NAME, SUPPORTED_NAMES  # noqa: E402
+from roles.scheduler.models.block_linear import BlockLinear  # noqa: E402
+from tests.random_blocks import random_rows  # noqa: E402
+
+IN_FEATURES = 1536
+
+
+def best_seconds(call, calls: int = 50, repeats: int = 9) -> float:
+    call()
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(calls):
+            call()
+        best = min(best, (time.perf_counter() - started) / calls)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--out", type=int, default=1536)
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    weights = args.out * IN_FEATURES
+    print(f"linear ({args.out} x {IN_FEATURES}), {torch.get_num_threads()} threads; per call (weights/ns)")
+    print(f"{'type':<8}" + "".join(f" {'rows=' + str(r):>22}" for r in args.rows))
+    reference = torch.randn(args.out, IN_FEATURES)
+    line = f"{'torch f32':<8}"
+    for rows in args.rows:
+        x = torch.randn(rows, IN_FEATURES)
+        seconds = best_seconds(lambda x=x: F.linear(x, reference))
+        line += f" {seconds * 1e6:>10.1f} us ({weights * rows / seconds / 1e9:>6.1f})"
+    print(line)
+    for name in SUPPORTED_NAMES:
+        blocks = torch.from_numpy(random_rows(name, args.out, IN_FEATURES, seed=0))
+        linear = BlockLinear(IN_FEATURES, [BY_NAME[name].type_id], [blocks])
+        line = f"{name:<8}"
+        for rows in args.rows:
+            x = torch.randn(rows, IN_FEATURES)
+            seconds = best_seconds(lambda x=x: linear(x))
+            line += f" {seconds * 1e6:>10.1f} us ({weights * rows / seconds / 1e9:>6.1f})"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
