@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from roles.scheduler.models.llama import load_model  # noqa: E402
+from roles.scheduler.loading.from_file import load_model  # noqa: E402
 from tests.paged_greedy import forced_decode_logits, greedy_decode_with_logits  # noqa: E402
 from tests.roles.scheduler.models.test_auto_mode import PROMPTS  # noqa: E402
 

@@ -21,10 +21,10 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from roles.protocol import SamplingFields  # noqa: E402
-from roles.scheduler.engine import Engine  # noqa: E402
-from roles.scheduler.engine_settings import engine_config  # noqa: E402
-from roles.scheduler.models.llama import load_model  # noqa: E402
-from roles.scheduler.step_inputs import build_forward_batch  # noqa: E402
+from roles.scheduler.engine.core import Engine  # noqa: E402
+from roles.scheduler.engine.settings import engine_config  # noqa: E402
+from roles.scheduler.loading.from_file import load_model  # noqa: E402
+from roles.scheduler.sched.step_inputs import build_forward_batch  # noqa: E402
 
 
 def best_of(function, steps: int, repeats: int = 7) -> float:

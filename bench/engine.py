@@ -23,8 +23,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from roles.model_files.model_path import resolve_model_path  # noqa: E402
 from roles.protocol import SamplingFields  # noqa: E402
-from roles.scheduler.engine import Engine  # noqa: E402
-from roles.scheduler.engine_settings import engine_config  # noqa: E402
+from roles.scheduler.engine.core import Engine  # noqa: E402
+from roles.scheduler.engine.settings import engine_config  # noqa: E402
 
 CONCURRENCIES = (8, 32)
 

@@ -29,11 +29,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.serving import free_loopback_port, one_request, run_load, start_server  # noqa: E402
 from roles.protocol import SamplingFields  # noqa: E402
-from roles.scheduler.engine import Engine  # noqa: E402
-from roles.scheduler.engine_settings import engine_config  # noqa: E402
+from roles.scheduler.engine.core import Engine  # noqa: E402
+from roles.scheduler.engine.settings import engine_config  # noqa: E402
 from roles.scheduler.expert_stats.balancedness import pass_balancedness  # noqa: E402
-from roles.scheduler.expert_stats.placement import ExpertPlacement  # noqa: E402
 from roles.scheduler.expert_stats.recorder import NoopRecorder, make_recorder  # noqa: E402
+from roles.scheduler.moe.placement import ExpertPlacement  # noqa: E402
 
 
 def prompts(count: int, seed: int, skewed: bool) -> list[list[int]]:

@@ -148,8 +148,8 @@ def engine_tok_s(
 ) -> float:
     """The same requests on the in-process engine, `concurrency` at a time."""
     from roles.protocol import SamplingFields
-    from roles.scheduler.engine import Engine
-    from roles.scheduler.engine_settings import engine_config
+    from roles.scheduler.engine.core import Engine
+    from roles.scheduler.engine.settings import engine_config
 
     engine = Engine(
         engine_config(

@@ -20,8 +20,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from roles.protocol import SamplingFields  # noqa: E402
-from roles.scheduler.engine import Engine  # noqa: E402
-from roles.scheduler.engine_settings import engine_config  # noqa: E402
+from roles.scheduler.engine.core import Engine  # noqa: E402
+from roles.scheduler.engine.settings import engine_config  # noqa: E402
 from roles.tokenizer.structured_output import json_schema_grammar  # noqa: E402
 from roles.tokenizer.text_tokenizer import load_text_tokenizer  # noqa: E402
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from roles.scheduler.forward_batch import ForwardBatch
-from roles.scheduler.kv_cache import KVCache
+from roles.scheduler.kv_cache.paged_kv import KVCache
+from roles.scheduler.sched.forward_batch import ForwardBatch
 
 
 def _scattered_block_tables(lengths: list[int], page_size: int) -> tuple[torch.Tensor, int]:

@@ -11,8 +11,8 @@ import pytest
 from serve_harness import ServeProcess
 
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine
-from roles.scheduler.engine_settings import engine_config
+from roles.scheduler.engine.core import Engine
+from roles.scheduler.engine.settings import engine_config
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 
 PROMPT = "The three primary colors are"

@@ -9,8 +9,8 @@ from server_probes import metrics, series
 
 from conftest import tiny_config
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine
-from roles.scheduler.engine_settings import engine_config
+from roles.scheduler.engine.core import Engine
+from roles.scheduler.engine.settings import engine_config
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 
 NO_EOS = {"ignore_eos": True}

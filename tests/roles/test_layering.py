@@ -71,7 +71,7 @@ def test_the_scanner_finds_imports_across_roles(tmp_path):
         "dp_controller/process.py": "import roles.tokenizer.app\n",
         "shared_thing.py": "from roles.scheduler import engine\n",  # shared code is not a role
         "scheduler/__init__.py": "",
-        "scheduler/process.py": "import roles.protocol\nfrom roles.scheduler.engine import Engine\n",
+        "scheduler/process.py": "import roles.protocol\nfrom roles.scheduler.engine.core import Engine\n",
         "weight_cache/__init__.py": "",
         "weight_cache/store.py": "def load():\n    from roles.scheduler.models.llama import load_model\n",
         "weight_cache/sub/__init__.py": "from ...encoder import bert\nfrom .. import daemon\n",

@@ -16,8 +16,8 @@ import torch
 from torch import nn
 
 from roles.scheduler.expert_parallel.group import ExpertParallelGroup
-from roles.scheduler.expert_stats.placement import ExpertPlacement
-from roles.scheduler.models.moe import add_weighted, pairs_by_expert
+from roles.scheduler.moe.combine import add_weighted, pairs_by_expert
+from roles.scheduler.moe.placement import ExpertPlacement
 
 
 def run_local_experts(rows: torch.Tensor, counts: torch.Tensor, experts: nn.ModuleList) -> torch.Tensor:

@@ -20,9 +20,9 @@ from torch import nn
 from roles.scheduler.expert_parallel.rebalance_plan import expected_rank_load, plan_placement
 from roles.scheduler.expert_parallel.shard import save_placement
 from roles.scheduler.expert_stats.balancedness import pass_balancedness
-from roles.scheduler.expert_stats.placement import ExpertPlacement
-from roles.scheduler.models.state_loading import load_state
+from roles.scheduler.loading.state import load_state
 from roles.scheduler.models.swiglu import SwiGLU
+from roles.scheduler.moe.placement import ExpertPlacement
 
 log = logging.getLogger("roleserve.eplb")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.moe.placement import ExpertPlacement
 
 
 def replica_counts(load: torch.Tensor, num_physical: int, num_ranks: int) -> list[int]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -12,7 +11,8 @@ import torch
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.expert_parallel.exchange import ExpertExchange
 from roles.scheduler.expert_parallel.group import ExpertParallelGroup
-from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.moe.placement import ExpertPlacement
+from roles.scheduler.moe.shard_view import ShardFor
 
 _EXPERT_TENSOR = re.compile(r"layers\.(\d+)\.moe\.experts\.(\d+)\.(.+)")
 
@@ -59,9 +59,6 @@ class ExpertShard:
             for slot in by_layer[layer].get(logical, ()):
                 out[f"layers.{layer}.moe.experts.{slot}.{leaf}"] = tensor
         return out
-
-
-ShardFor = Callable[[ModelShape], ExpertShard]
 
 
 def current_shard_for(group: ExpertParallelGroup, placement_path: str) -> ShardFor:

@@ -18,7 +18,7 @@ from collections import deque
 
 import torch
 
-from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.moe.placement import ExpertPlacement
 
 MODES = ("off", "stat", "per_pass", "per_token")
 

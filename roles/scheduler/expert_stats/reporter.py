@@ -9,7 +9,7 @@ import torch
 
 from roles.protocol import ExpertBalancedness
 from roles.scheduler.expert_stats.balancedness import BalancednessReport, BalancednessTracker
-from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.moe.placement import ExpertPlacement
 
 log = logging.getLogger("roleserve.expert_balancedness")
 

@@ -14,7 +14,7 @@ from torch import nn
 
 from roles.model_files.tensor_types import BY_ID
 from roles.scheduler.kernels import native
-from roles.scheduler.models.state_loading import meta
+from roles.scheduler.models.placeholders import meta
 
 
 class BlockLinear(nn.Module):

@@ -9,26 +9,21 @@ scheduler samples from (``batch.logits_indices``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from roles.model_files.model_shape import ModelShape
-from roles.scheduler.forward_batch import ForwardBatch
-from roles.scheduler.kv_cache import KVCache
-from roles.scheduler.models.moe import SparseMoeBlock
+from roles.scheduler.kv_cache.paged_kv import KVCache
 from roles.scheduler.models.paged_attention import PagedAttentionPlan
-from roles.scheduler.models.quantized_linear import has_linear, linear_for, runnable_weight_dtype
+from roles.scheduler.models.placeholders import meta
+from roles.scheduler.models.quantized_linear import has_linear, linear_for
 from roles.scheduler.models.rotary import RotaryEmbedding, apply_rotary
-from roles.scheduler.models.state_loading import load_state, meta
+from roles.scheduler.models.sparse_moe import SparseMoeBlock
 from roles.scheduler.models.swiglu import swiglu
-from roles.weight_format.execution_format import load_execution_weights
+from roles.scheduler.moe.shard_view import ShardView
+from roles.scheduler.sched.forward_batch import ForwardBatch
 from roles.weight_format.linear_tensors import WEIGHT_DTYPES
-
-if TYPE_CHECKING:
-    from roles.scheduler.expert_parallel.shard import ExpertShard, ShardFor
 
 
 def _vector(size: int) -> nn.Parameter:
@@ -37,7 +32,7 @@ def _vector(size: int) -> nn.Parameter:
 
 class LlamaDecoderLayer(nn.Module):
     def __init__(
-        self, shape: ModelShape, index: int, state: dict[str, torch.Tensor], shard: ExpertShard | None = None
+        self, shape: ModelShape, index: int, state: dict[str, torch.Tensor], shard: ShardView | None = None
     ):
         super().__init__()
         prefix = f"layers.{index}."
@@ -89,7 +84,7 @@ class LlamaForCausalLM(nn.Module):
         shape: ModelShape,
         state: dict[str, torch.Tensor],
         weight_dtype: str = "exact",
-        shard: ExpertShard | None = None,
+        shard: ShardView | None = None,
     ):
         """shard: this expert-parallel rank's experts (the state then holds only those, see ExpertShard)."""
         super().__init__()
@@ -179,56 +174,3 @@ class LlamaForCausalLM(nn.Module):
             hidden[batch.logits_indices], (hidden.shape[-1],), self.norm, self.shape.rms_norm_eps
         )
         return self.vocab_logits(hidden)
-
-
-def model_from_state(
-    shape: ModelShape,
-    weight_dtype: str,
-    state: dict[str, torch.Tensor],
-    expert_shard_for: ShardFor | None = None,
-) -> LlamaForCausalLM:
-    """The model of ``shape`` holding the state's tensors themselves (no copy): read from the checkpoint, or
-    mapped from the weight cache's shared memory. ``expert_shard_for(shape)``: this expert-parallel rank's
-    share of the experts; the model then holds only those (``model.expert_shard``)."""
-    shard = expert_shard_for(shape) if expert_shard_for is not None else None
-    return model_of_shard(shape, weight_dtype, state, shard)
-
-
-def model_of_shard(
-    shape: ModelShape, weight_dtype: str, state: dict[str, torch.Tensor], shard: ExpertShard | None
-) -> LlamaForCausalLM:
-    """model_from_state once the rank's shard is known (None: every expert)."""
-    if shard is not None:
-        state = shard.local_state(state)
-    model = LlamaForCausalLM(shape, state, weight_dtype, shard)
-    model.expert_shard = shard
-    load_state(model, state)
-    return model.eval()
-
-
-def load_model(
-    path: str,
-    weight_dtype: str = "exact",
-    threads: int | None = None,
-    expert_shard_for: ShardFor | None = None,
-) -> tuple[LlamaForCausalLM, ModelShape]:
-    """Resolve ``path`` (alias, .gguf or HF folder), convert its weights and build the model in eval mode."""
-    if threads is not None:
-        torch.set_num_threads(threads)
-    if weight_dtype not in WEIGHT_DTYPES:
-        raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
-    weight_dtype = runnable_weight_dtype(weight_dtype)
-    if expert_shard_for is None:
-        converted = load_execution_weights(path, weight_dtype)
-        model = model_of_shard(converted.shape, weight_dtype, converted.state, None)
-    else:  # convert only this rank's experts
-        shards: list[ExpertShard] = []
-
-        def select_experts(shape: ModelShape):
-            shards.append(expert_shard_for(shape))
-            return shards[0].experts_of_layer
-
-        converted = load_execution_weights(path, weight_dtype, select_experts)
-        model = model_of_shard(converted.shape, weight_dtype, converted.state, shards[0])
-    model.eos_token_ids = converted.eos_token_ids
-    return model, converted.shape

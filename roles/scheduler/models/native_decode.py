@@ -12,9 +12,9 @@ import ctypes
 
 import torch
 
-from roles.scheduler.forward_batch import ForwardBatch
 from roles.scheduler.kernels import native
-from roles.scheduler.kv_cache import KVCache
+from roles.scheduler.kv_cache.paged_kv import KVCache
+from roles.scheduler.sched.forward_batch import ForwardBatch
 
 
 def _layer_linears(layer) -> list:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from roles.scheduler.forward_batch import ForwardBatch
+from roles.scheduler.sched.forward_batch import ForwardBatch
 
 
 @dataclass

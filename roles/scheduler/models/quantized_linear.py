@@ -21,36 +21,18 @@ picks the kind the converted state holds, and ``state_loading.load_state`` fills
 
 from __future__ import annotations
 
-import logging
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from roles.model_files.tensor_types import BY_NAME
+from roles.model_files.tensor_types import BY_NAME, INT4_GROUP
 from roles.scheduler.kernels import native
 from roles.scheduler.models.block_linear import BlockLinear
-from roles.scheduler.models.state_loading import meta
-from roles.weight_format.linear_tensors import INT4_GROUP
+from roles.scheduler.models.placeholders import meta
 
 F32_TYPE_ID = BY_NAME["F32"].type_id
 
-log = logging.getLogger("roleserve.scheduler")
-_WARNED: set[str] = set()
 KERNEL_MAX_ROWS = 48  # measured crossover: kernels win below ~32-64 rows, float32 matmul above
-
-
-def runnable_weight_dtype(weight_dtype: str) -> str:
-    """``auto`` falls back to ``exact`` (with a warning that says why) where the CPU kernels cannot run."""
-    if weight_dtype != "auto":
-        return weight_dtype
-    reason = native.unavailable_reason()
-    if reason is None:
-        return "auto"
-    if reason not in _WARNED:
-        _WARNED.add(reason)
-        log.warning("exec.weight_dtype auto runs as exact (float32): %s", reason)
-    return "exact"
 
 
 class DenseLinear(nn.Module):

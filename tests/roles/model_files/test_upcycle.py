@@ -137,8 +137,8 @@ def test_a_non_empty_out_folder_is_refused(tmp_path, capsys):
 def test_roleserve_serves_the_upcycled_folder_like_the_dense_model(exact_folder):
     """Our own engine, MoE path, on the folder: greedy tokens equal our dense exact engine's on smollm2."""
     from roles.protocol import SamplingFields
-    from roles.scheduler.engine import Engine
-    from roles.scheduler.engine_settings import engine_config
+    from roles.scheduler.engine.core import Engine
+    from roles.scheduler.engine.settings import engine_config
 
     tokenizer = load_text_tokenizer("smollm2")
     prompts = [tokenizer.encode(prompt) for prompt in PROMPTS]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 
 from roles.model_files.model_shape import ModelShape
-from roles.scheduler.forward_batch import ForwardBatch
-from roles.scheduler.kv_cache import KVCache
+from roles.scheduler.kv_cache.paged_kv import KVCache
+from roles.scheduler.sched.forward_batch import ForwardBatch
 
 FAKE_VOCAB_SIZE = 64
 

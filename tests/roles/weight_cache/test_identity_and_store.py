@@ -8,10 +8,11 @@ import zmq
 from roles.model_files import gguf_checkpoint
 from roles.model_files.model_path import resolve_model_path
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine
-from roles.scheduler.engine_settings import engine_config
-from roles.scheduler.models.llama import load_model, model_from_state
-from roles.scheduler.models.shared_model import load_shared_model
+from roles.scheduler.engine.core import Engine
+from roles.scheduler.engine.settings import engine_config
+from roles.scheduler.loading.from_file import load_model
+from roles.scheduler.loading.from_shared_memory import load_shared_model
+from roles.scheduler.loading.from_state import model_from_state
 from roles.shared_weights.asking import WeightCacheUnavailable
 from roles.shared_weights.identity import identity_of
 from roles.shared_weights.segment import MappedSegment, segment_exists

@@ -11,7 +11,7 @@ _START_LIMIT_S = 300  # every rank loads a tiny checkpoint; far longer means som
 
 def small_engine_config(model_path: str, weight_dtype: str):
     """The engine settings of these tests, for each rank and for the one-engine reference alike."""
-    from roles.scheduler.engine_settings import engine_config
+    from roles.scheduler.engine.settings import engine_config
 
     return engine_config(
         kv_cache_tokens=2048,
@@ -32,7 +32,7 @@ def _rank_main(
 
         torch.set_num_threads(1)
         from roles.protocol import SamplingFields
-        from roles.scheduler.engine import Engine
+        from roles.scheduler.engine.core import Engine
         from roles.scheduler.expert_parallel.group import ExpertParallelGroup
         from roles.scheduler.expert_parallel.meeting_point import OnOneMachine
         from roles.scheduler.expert_parallel.shard import current_shard_for

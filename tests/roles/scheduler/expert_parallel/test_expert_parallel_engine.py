@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine
+from roles.scheduler.engine.core import Engine
 from tests.moe_checkpoint import write_mixtral_gguf, write_tiny_mixtral, write_tiny_qwen2_moe
 from tests.roles.scheduler.expert_parallel.expert_parallel_ranks import run_ranks, small_engine_config
 

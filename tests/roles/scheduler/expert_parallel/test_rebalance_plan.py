@@ -11,7 +11,7 @@ from roles.scheduler.expert_parallel.rebalance_plan import (
     replica_counts,
 )
 from roles.scheduler.expert_stats.balancedness import pass_balancedness
-from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.moe.placement import ExpertPlacement
 
 
 def test_extra_slots_go_to_the_hottest_expert_per_replica_one_per_rank():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from roles.scheduler.expert_parallel.shard import ExpertShard
-from roles.scheduler.expert_stats.placement import ExpertPlacement
+from roles.scheduler.moe.placement import ExpertPlacement
 
 
 class GroupOf:

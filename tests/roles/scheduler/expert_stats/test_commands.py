@@ -5,9 +5,9 @@ import torch
 
 from roles.protocol import ExpertCommand, LoadReport
 from roles.scheduler.expert_stats.commands import merge_rank_dumps, run_recording_command
-from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.expert_stats.recorder import make_recorder
 from roles.scheduler.expert_stats.reporter import BalancednessReporter
+from roles.scheduler.moe.placement import ExpertPlacement
 from roles.tokenizer.balancedness_metrics import BalancednessCollector, RebalanceCollector
 
 PLACEMENT = ExpertPlacement.contiguous(num_layers=1, num_experts=4, num_ranks=2)

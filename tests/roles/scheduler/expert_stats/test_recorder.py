@@ -2,8 +2,8 @@ import pytest
 import torch
 
 from roles.scheduler.expert_stats.balancedness import BalancednessTracker, pass_balancedness
-from roles.scheduler.expert_stats.placement import ExpertPlacement
 from roles.scheduler.expert_stats.recorder import NoopRecorder, RecorderOff, make_recorder
+from roles.scheduler.moe.placement import ExpertPlacement
 
 PLACEMENT = ExpertPlacement.contiguous(num_layers=2, num_experts=4, num_ranks=2)
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from roles.scheduler.kernels import native
-from roles.scheduler.models import quantized_linear
-from roles.scheduler.models.llama import load_model
+from roles.scheduler.loading import weight_mode
+from roles.scheduler.loading.from_file import load_model
 from tests.paged_greedy import forced_decode_logits, greedy_decode, greedy_decode_with_logits
 from tests.tiny_checkpoint import write_tiny_llama
 
@@ -101,6 +101,6 @@ def test_auto_agrees_with_exact_float32(bundled_auto):
 def test_auto_falls_back_to_exact_with_a_reason_where_the_kernels_cannot_run(monkeypatch, caplog):
     monkeypatch.setattr(native, "unavailable_reason", lambda: "this CPU lacks avx2")
     with caplog.at_level(logging.WARNING, logger="roleserve.scheduler"):
-        assert quantized_linear.runnable_weight_dtype("auto") == "exact"
+        assert weight_mode.runnable_weight_dtype("auto") == "exact"
     assert "this CPU lacks avx2" in caplog.text
-    assert quantized_linear.runnable_weight_dtype("int4") == "int4"
+    assert weight_mode.runnable_weight_dtype("int4") == "int4"

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from roles.model_files.model_path import resolve_model_path
-from roles.scheduler.models.llama import load_model
+from roles.scheduler.loading.from_file import load_model
 from tests.paged_greedy import greedy_decode
 from tests.tiny_checkpoint import write_tiny_llama
 

@@ -8,7 +8,7 @@ import pytest
 
 from roles.model_files.gguf_checkpoint import GGUFCheckpoint
 from roles.model_files.tensor_types import BY_NAME
-from roles.scheduler.models.llama import load_model
+from roles.scheduler.loading.from_file import load_model
 from tests.moe_checkpoint import write_mixtral_gguf, write_tiny_mixtral
 from tests.paged_greedy import greedy_decode
 

@@ -15,9 +15,10 @@ import torch
 
 from roles.model_files.model_path import ModelFileError
 from roles.model_files.model_shape import ModelShape
-from roles.scheduler.models.llama import load_model, model_from_state
-from roles.scheduler.models.moe import SparseMoeBlock
+from roles.scheduler.loading.from_file import load_model
+from roles.scheduler.loading.from_state import model_from_state
 from roles.scheduler.models.quantized_linear import Int4Linear, Int8Linear
+from roles.scheduler.models.sparse_moe import SparseMoeBlock
 from roles.shared_weights.identity import identity_of
 from roles.shared_weights.segment import MappedSegment
 from roles.shared_weights.store import WeightStore

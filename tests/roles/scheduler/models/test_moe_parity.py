@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from roles.protocol import SamplingFields
-from roles.scheduler.engine import Engine
-from roles.scheduler.engine_settings import engine_config
+from roles.scheduler.engine.core import Engine
+from roles.scheduler.engine.settings import engine_config
 from tests.moe_checkpoint import write_tiny_mixtral, write_tiny_qwen2_moe
 
 transformers = pytest.importorskip("transformers")

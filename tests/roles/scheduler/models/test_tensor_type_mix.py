@@ -14,8 +14,8 @@ import torch
 import transformers
 
 from roles.model_files.tensor_types import BY_ID
+from roles.scheduler.loading.from_file import load_model
 from roles.scheduler.models.block_linear import BlockLinear
-from roles.scheduler.models.llama import load_model
 from tests.kquant_checkpoint import LAYER_TYPES, write_dequantised_folder, write_kquant_llama
 from tests.paged_greedy import forced_decode_logits, greedy_decode, greedy_decode_with_logits
 

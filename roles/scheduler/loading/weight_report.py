@@ -1,0 +1,29 @@
+"""How this scheduler runs its model's weights: one log line per tensor type, a warning naming every tensor on
+a slower path and why, and the rows it states in its inspect answers (``/roles``)."""
+
+from __future__ import annotations
+
+import logging
+
+from roles.model_files.weight_formats import format_rows, model_tensors, slower_tensors
+from roles.scheduler.loading.weight_mode import runnable_weight_dtype
+
+log = logging.getLogger("roleserve.scheduler")
+_NAMED = 12  # slower tensors named in the warning; the rest are counted
+
+
+def report_weight_formats(model_path: str, weight_dtype: str) -> list[dict]:
+    runnable = runnable_weight_dtype(weight_dtype)
+    tensors = model_tensors(model_path)
+    rows = format_rows(tensors, runnable)
+    log.info(
+        "weights (exec.weight_dtype %s): %s",
+        runnable,
+        "; ".join(f"{row.type_name} x{row.tensors} as {row.runs_as}" for row in rows),
+    )
+    slower = slower_tensors(tensors, runnable)
+    if slower:
+        named = "; ".join(f"{name}: {how}" for name, how in slower[:_NAMED])
+        more = f"; and {len(slower) - _NAMED} more" if len(slower) > _NAMED else ""
+        log.warning("%d weight tensors run on a slower path: %s%s", len(slower), named, more)
+    return [row.as_fact() for row in rows]

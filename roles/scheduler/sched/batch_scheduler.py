@@ -1,0 +1,201 @@
+"""Continuous batching: which requests run this step, how many new tokens each, and where their KV goes.
+
+Every step has a token budget (``chunked_prefill_size``). Running requests are served first, oldest
+first: a decode costs 1 token, a partially prefilled prompt continues with its next chunk. What is left
+of the budget admits waiting requests FCFS (after prefix-cache lookup), bounded by
+``max_running_requests`` and by free KV pages. When a running request cannot get a page, the newest
+running request is preempted: its pages are released and it goes back to the front of the queue to be
+recomputed (its full pages usually survive in the prefix cache, so recompute is mostly cache hits).
+
+Admission into the queue is bounded too: the scheduler holds at most
+``max_running_requests + max_queued_requests`` unfinished requests and ``add`` refuses the next one
+(QueueFull), whoever sent it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from roles.scheduler.kv_cache.prefix_cache import ROOT_HASH, PrefixCache
+from roles.scheduler.sched.request import Request, RequestStatus
+
+
+class QueueFull(Exception):
+    """The scheduler already holds as many requests as it may; the caller should retry later."""
+
+
+@dataclass
+class ScheduledBatch:
+    """Sequence i computes tokens ``[num_computed, num_computed + num_new_tokens[i])`` of ``requests[i]``."""
+
+    requests: list[Request] = field(default_factory=list)
+    num_new_tokens: list[int] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.requests
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(self.num_new_tokens)
+
+
+class BatchScheduler:
+    def __init__(
+        self,
+        prefix_cache: PrefixCache,
+        max_running_requests: int,
+        chunked_prefill_size: int,
+        max_queued_requests: int,
+    ):
+        if max_running_requests < 1:
+            raise ValueError(f"max_running_requests must be >= 1; got {max_running_requests}")
+        if chunked_prefill_size < max_running_requests:
+            # Otherwise the newest running requests could be starved of their decode token forever.
+            raise ValueError(
+                f"chunked_prefill_size must be >= max_running_requests ({max_running_requests}); "
+                f"got {chunked_prefill_size}"
+            )
+        self.cache = prefix_cache
+        self.page_size = prefix_cache.page_size
+        self.max_running_requests = max_running_requests
+        self.max_queued_requests = max_queued_requests
+        self.chunked_prefill_size = chunked_prefill_size
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []  # admission order: the last one is the newest
+        self.num_preemptions = 0
+
+    @property
+    def num_unfinished(self) -> int:
+        return len(self.running) + len(self.waiting)
+
+    @property
+    def is_full(self) -> bool:
+        return self.num_unfinished >= self.max_running_requests + self.max_queued_requests
+
+    def add(self, request: Request) -> None:
+        if self.is_full:
+            raise QueueFull(
+                f"the scheduler holds {len(self.running)} running and {len(self.waiting)} waiting requests, "
+                f"its limit (schedule.max_running_requests {self.max_running_requests} + "
+                f"schedule.max_queued_requests {self.max_queued_requests}); retry later"
+            )
+        request.status = RequestStatus.WAITING
+        self.waiting.append(request)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    # ---- one step -------------------------------------------------------------------------------------
+    def schedule(self) -> ScheduledBatch:
+        batch = ScheduledBatch()
+        budget = self.chunked_prefill_size
+        running = self.running
+        index = 0
+        while index < len(running) and budget > 0:
+            request = running[index]
+            num_new = min(request.num_tokens - request.num_computed_tokens, budget)
+            if not self._reserve_pages(request, request.num_computed_tokens + num_new):
+                if not self._preempt_until_fits(request, num_new):
+                    break  # the request itself was the newest and got preempted
+            batch.requests.append(request)
+            batch.num_new_tokens.append(num_new)
+            budget -= num_new
+            index += 1
+        while self.waiting and budget > 0 and len(running) < self.max_running_requests:
+            num_new = self._admit(self.waiting[0], budget)
+            if num_new == 0:
+                break  # FCFS: nobody jumps the queue head when it does not fit
+            request = self.waiting.popleft()
+            request.status = RequestStatus.RUNNING
+            if request.queue_time_s is None:
+                request.queue_time_s = time.monotonic() - request.arrived_at
+            running.append(request)
+            batch.requests.append(request)
+            batch.num_new_tokens.append(num_new)
+            budget -= num_new
+        return batch
+
+    def _preempt_until_fits(self, request: Request, num_new: int) -> bool:
+        while True:
+            victim = self.running[-1]
+            self._preempt(victim)
+            if victim is request:
+                return False
+            if self._reserve_pages(request, request.num_computed_tokens + num_new):
+                return True
+
+    def _admit(self, request: Request, budget: int) -> int:
+        """Match the prefix cache and reserve pages for the first chunk; the chunk length, or 0 if it won't fit."""
+        # Keep >= 1 token to compute: the step computing the last token is the one that yields logits.
+        pages, hashes = self.cache.lookup(request.token_ids, request.num_tokens - 1)
+        self.cache.acquire(pages)
+        num_cached = len(pages) * self.page_size
+        num_new = min(request.num_tokens - num_cached, budget)
+        num_pages_needed = -(-(num_cached + num_new) // self.page_size) - len(pages)
+        if num_pages_needed > self.cache.num_available_pages:
+            self.cache.release(pages)
+            return 0
+        request.page_ids = pages
+        request.page_hashes = hashes
+        self._allocate(request, num_pages_needed)
+        request.num_computed_tokens = num_cached
+        request.num_cached_tokens = num_cached
+        self.cache.record_query(request.num_tokens, num_cached)
+        return num_new
+
+    def _reserve_pages(self, request: Request, num_tokens: int) -> bool:
+        """Make the request's pages cover ``num_tokens`` tokens; False (and nothing taken) if they can't."""
+        num_missing = -(-num_tokens // self.page_size) - len(request.page_ids)
+        if num_missing <= 0:
+            return True
+        if num_missing > self.cache.num_available_pages:
+            return False
+        self._allocate(request, num_missing)
+        return True
+
+    def _allocate(self, request: Request, num_pages: int) -> None:
+        for _ in range(num_pages):
+            page = self.cache.allocate()
+            assert page is not None, "capacity was checked before allocating"
+            request.page_ids.append(page)
+
+    def _preempt(self, request: Request) -> None:
+        self.running.remove(request)
+        self._release(request)
+        request.status = RequestStatus.WAITING
+        request.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.appendleft(request)
+
+    def _release(self, request: Request) -> None:
+        self.cache.release(request.page_ids)
+        request.page_ids = []
+        request.page_hashes = []
+        request.num_computed_tokens = 0
+
+    # ---- after the model step -------------------------------------------------------------------------
+    def on_computed(self, batch: ScheduledBatch) -> None:
+        """Advance each scheduled request past its new tokens and publish pages that became full."""
+        size = self.page_size
+        cache = self.cache
+        for request, num_new in zip(batch.requests, batch.num_new_tokens, strict=True):
+            request.num_computed_tokens += num_new
+            hashes = request.page_hashes
+            for page_index in range(len(hashes), request.num_computed_tokens // size):
+                parent = hashes[-1] if hashes else ROOT_HASH
+                start = page_index * size
+                page_tokens = request.token_ids[start : start + size]
+                hashes.append(cache.register(request.page_ids[page_index], parent, page_tokens))
+
+    def finish(self, request: Request, reason: str) -> None:
+        """Take a request out (done, or aborted while waiting or running) and free its pages now."""
+        if request.status is RequestStatus.RUNNING:
+            self.running.remove(request)
+        elif request.status is RequestStatus.WAITING:
+            self.waiting.remove(request)
+        self._release(request)
+        request.status = RequestStatus.FINISHED
+        request.finish_reason = reason

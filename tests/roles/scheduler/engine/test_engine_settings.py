@@ -1,0 +1,28 @@
+import pytest
+
+from roles.scheduler.engine.settings import SETTING_OF_FIELD, engine_config, engine_config_from_context
+from roles.scheduler.role import ROLE
+from runtime_context import publish, resolve
+from runtime_context.settings import SETTINGS
+
+
+def test_in_process_defaults_are_the_declared_ones():
+    config = engine_config(kv_cache_tokens=1024, page_size=8)
+    assert config.kv_cache_tokens == 1024 and config.page_size == 8
+    for field, key in SETTING_OF_FIELD.items():
+        if field not in ("kv_cache_tokens", "page_size"):
+            assert getattr(config, field) == SETTINGS[key].default, field
+
+
+def test_the_server_path_reads_every_field_from_the_scheduler_bags():
+    sets = ["memory.kv_cache_tokens=2048", "schedule.max_queued_requests=7", "exec.threads=1"]
+    publish(resolve(sets=sets, environ={}), role=ROLE.name, projection=ROLE.projection)
+    config = engine_config_from_context()
+    assert (config.kv_cache_tokens, config.max_queued_requests, config.threads) == (2048, 7, 1)
+
+
+def test_unknown_fields_and_a_missing_kv_budget_are_refused():
+    with pytest.raises(TypeError, match=r"no fields \['max_batch'\]"):
+        engine_config(kv_cache_tokens=1024, max_batch=3)
+    with pytest.raises(TypeError):
+        engine_config()  # type: ignore[call-arg]
