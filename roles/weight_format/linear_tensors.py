@@ -22,8 +22,6 @@ from roles.model_files.tensor_types import INT4_GROUP, kernel_refusal
 from roles.weight_format.gguf_blocks import block_parts, q4_1_to_int4_parts
 from roles.weight_format.weight_sources import WeightSource
 
-WEIGHT_DTYPES = ("auto", "exact", "int8", "int4")
-
 
 def stack_rows(tensors: list[torch.Tensor]) -> torch.Tensor:
     """Weights stacked along output rows."""
@@ -92,8 +90,6 @@ def linear_tensors(
     weights: WeightSource, names: list[str], weight_dtype: str, prefer_raw: bool = True
 ) -> dict[str, torch.Tensor]:
     """The tensors of one linear whose output rows are the named weights stacked, in the given mode."""
-    if weight_dtype not in WEIGHT_DTYPES:
-        raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
     if weight_dtype == "auto":
         blocks = _blocks(weights, names)
         if blocks is not None:

@@ -77,6 +77,8 @@ class Engine:
             raise ValueError(
                 f"kv_cache_tokens must be >= page_size >= 1; got {config.kv_cache_tokens} and {config.page_size}"
             )
+        if config.threads:  # the one place a scheduler sets its compute threads
+            torch.set_num_threads(config.threads)
         loaded_here = model_and_shape is None
         if loaded_here:
             from roles.scheduler.loading.from_file import load_model
@@ -84,7 +86,6 @@ class Engine:
             model_and_shape = load_model(
                 config.model_path,
                 weight_dtype=config.weight_dtype,
-                threads=config.threads or None,
                 expert_shard_for=expert_shard_for,
             )
         self.config = config

@@ -1,43 +1,38 @@
 """The engine's settings: read through the scheduler role's published bags in the server (never the raw
-record), or taken from the declarations for in-process use (tests, benchmarks)."""
+record), or taken from the declarations for in-process use (tests, benchmarks). Each field is named with
+its setting once, in ``_engine_config``."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from roles.scheduler.engine.core import EngineConfig
-from runtime_context import get_exec, get_memory, get_model, get_schedule
+from runtime_context import published_leaves
 from runtime_context.settings import SETTINGS
 
-# Each EngineConfig field and the one setting it comes from.
-SETTING_OF_FIELD = {
-    "model_path": "model.path",
-    "weight_dtype": "exec.weight_dtype",
-    "threads": "exec.threads",
-    "max_running_requests": "schedule.max_running_requests",
-    "max_queued_requests": "schedule.max_queued_requests",
-    "chunked_prefill_size": "schedule.chunked_prefill_size",
-    "kv_cache_tokens": "memory.kv_cache_tokens",
-    "page_size": "memory.page_size",
-    "enable_prefix_cache": "memory.prefix_cache",
-}
-assert set(SETTING_OF_FIELD) == {f.name for f in fields(EngineConfig)}
+
+def _engine_config(read: Mapping[str, Any]) -> EngineConfig:
+    """Every field from its setting's key."""
+    return EngineConfig(
+        model_path=read["model.path"],
+        weight_dtype=read["exec.weight_dtype"],
+        threads=read["exec.threads"],
+        max_running_requests=read["schedule.max_running_requests"],
+        max_queued_requests=read["schedule.max_queued_requests"],
+        chunked_prefill_size=read["schedule.chunked_prefill_size"],
+        kv_cache_tokens=read["memory.kv_cache_tokens"],
+        page_size=read["memory.page_size"],
+        enable_prefix_cache=read["memory.prefix_cache"],
+    )
 
 
 def engine_config_from_context() -> EngineConfig:
-    model, execution, schedule, memory = get_model(), get_exec(), get_schedule(), get_memory()
-    return EngineConfig(
-        model_path=model.path,
-        weight_dtype=execution.weight_dtype,
-        threads=execution.threads,
-        max_running_requests=schedule.max_running_requests,
-        max_queued_requests=schedule.max_queued_requests,
-        chunked_prefill_size=schedule.chunked_prefill_size,
-        kv_cache_tokens=memory.kv_cache_tokens,
-        page_size=memory.page_size,
-        enable_prefix_cache=memory.prefix_cache,
-    )
+    return _engine_config(published_leaves)
+
+
+_DECLARED = {key: setting.default for key, setting in SETTINGS.items()}
 
 
 def engine_config(*, kv_cache_tokens: int, **fields_given: Any) -> EngineConfig:
@@ -47,12 +42,7 @@ def engine_config(*, kv_cache_tokens: int, **fields_given: Any) -> EngineConfig:
     kv_cache_tokens is required: its declared default (0) means "derive from the memory budget", which the
     launcher does at resolution.
     """
-    unknown = sorted(set(fields_given) - set(SETTING_OF_FIELD))
+    unknown = sorted(set(fields_given) - {field.name for field in dataclasses.fields(EngineConfig)})
     if unknown:
         raise TypeError(f"EngineConfig has no fields {unknown}")
-    given = {"kv_cache_tokens": kv_cache_tokens, **fields_given}
-    values = {
-        name: given[name] if name in given else SETTINGS[key].default
-        for name, key in SETTING_OF_FIELD.items()
-    }
-    return EngineConfig(**values)
+    return dataclasses.replace(_engine_config(_DECLARED), kv_cache_tokens=kv_cache_tokens, **fields_given)

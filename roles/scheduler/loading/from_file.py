@@ -3,28 +3,20 @@ shape around those tensors (``from_state``)."""
 
 from __future__ import annotations
 
-import torch
-
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.loading.from_state import model_of_shard
 from roles.scheduler.loading.weight_mode import runnable_weight_dtype
 from roles.scheduler.models.llama import LlamaForCausalLM
 from roles.scheduler.moe.shard_view import ShardFor, ShardView
 from roles.weight_format.execution_format import load_execution_weights
-from roles.weight_format.linear_tensors import WEIGHT_DTYPES
 
 
 def load_model(
     path: str,
     weight_dtype: str = "exact",
-    threads: int | None = None,
     expert_shard_for: ShardFor | None = None,
 ) -> tuple[LlamaForCausalLM, ModelShape]:
     """Resolve ``path`` (alias, .gguf or HF folder), convert its weights and build the model in eval mode."""
-    if threads is not None:
-        torch.set_num_threads(threads)
-    if weight_dtype not in WEIGHT_DTYPES:
-        raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
     weight_dtype = runnable_weight_dtype(weight_dtype)
     if expert_shard_for is None:
         converted = load_execution_weights(path, weight_dtype)

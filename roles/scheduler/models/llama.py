@@ -23,7 +23,6 @@ from roles.scheduler.models.sparse_moe import SparseMoeBlock
 from roles.scheduler.models.swiglu import swiglu
 from roles.scheduler.moe.shard_view import ShardView
 from roles.scheduler.sched.forward_batch import ForwardBatch
-from roles.weight_format.linear_tensors import WEIGHT_DTYPES
 
 
 def _vector(size: int) -> nn.Parameter:
@@ -88,8 +87,6 @@ class LlamaForCausalLM(nn.Module):
     ):
         """shard: this expert-parallel rank's experts (the state then holds only those, see ExpertShard)."""
         super().__init__()
-        if weight_dtype not in WEIGHT_DTYPES:
-            raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {WEIGHT_DTYPES}")
         self.shape = shape
         self.weight_dtype = weight_dtype
         self.queries_per_kv = shape.num_heads // shape.num_kv_heads

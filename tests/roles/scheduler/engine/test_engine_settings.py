@@ -1,17 +1,23 @@
+import dataclasses
+
 import pytest
 
-from roles.scheduler.engine.settings import SETTING_OF_FIELD, engine_config, engine_config_from_context
+from roles.scheduler.engine.settings import engine_config, engine_config_from_context
 from roles.scheduler.role import ROLE
 from runtime_context import publish, resolve
-from runtime_context.settings import SETTINGS
 
 
 def test_in_process_defaults_are_the_declared_ones():
+    """Published with nothing set but the KV budget, the bags hold the declared defaults (but the thread
+    count, which resolution derives from the CPUs)."""
+    publish(
+        resolve(sets=["memory.kv_cache_tokens=1024"], environ={}), role=ROLE.name, projection=ROLE.projection
+    )
+    from_bags = engine_config_from_context()
     config = engine_config(kv_cache_tokens=1024, page_size=8)
     assert config.kv_cache_tokens == 1024 and config.page_size == 8
-    for field, key in SETTING_OF_FIELD.items():
-        if field not in ("kv_cache_tokens", "page_size"):
-            assert getattr(config, field) == SETTINGS[key].default, field
+    assert config.threads == 0  # declared: 0, the cores available
+    assert config == dataclasses.replace(from_bags, page_size=8, threads=0)
 
 
 def test_the_server_path_reads_every_field_from_the_scheduler_bags():
