@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 import random
-import subprocess
 import sys
-import time
 
 import httpx
 import psutil
@@ -28,6 +26,7 @@ import psutil
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.reference_server import reference_server  # noqa: E402
 from bench.startup import Server, free_port  # noqa: E402
 
 TEXTS = [
@@ -98,28 +97,8 @@ def llama_server_answers(binary: str, path: str, prompts, top: int) -> list[dict
     port = free_port()
     threads = str(len(psutil.Process().cpu_affinity()))
     argv = [binary, "-m", path, "--host", "127.0.0.1", "--port", str(port), "-t", threads, "-c", "4096"]
-    process = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    try:
-        while True:
-            if process.poll() is not None or time.monotonic() - started > 300:
-                raise SystemExit(f"llama-server did not start: {' '.join(argv)}")
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        return ask_all(url, prompts, top)
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with reference_server(argv, f"http://127.0.0.1:{port}"):
+        return ask_all(f"http://127.0.0.1:{port}", prompts, top)
 
 
 def compare(ours: list[dict[str, float]], theirs: list[dict[str, float]]) -> dict:

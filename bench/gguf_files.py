@@ -16,29 +16,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import pathlib
-import subprocess
 import sys
-import time
 
-import httpx
 import psutil
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.reference_server import reference_server, tree_pss_mib  # noqa: E402
 from bench.serving import run_load  # noqa: E402
 from bench.startup import Server, free_port  # noqa: E402
-
-
-def tree_pss_mib(pid: int) -> float:
-    root = psutil.Process(pid)
-    total = 0
-    for process in [root, *root.children(recursive=True)]:
-        try:
-            total += process.memory_full_info().pss
-        except psutil.NoSuchProcess:
-            pass
-    return total / 2**20
 
 
 def run_levels(url: str, args) -> list[dict]:
@@ -85,30 +72,9 @@ def measure_llama_server(path: str, args) -> dict:
     threads = str(args.threads or len(psutil.Process().cpu_affinity()))
     argv = [args.llama_server, "-m", path, "--host", "127.0.0.1", "--port", str(port), "-t", threads]
     argv += ["-np", str(slots), "-c", str(context), "--alias", "model"]
-    started = time.monotonic()
-    process = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        while True:
-            if process.poll() is not None or time.monotonic() - started > 300:
-                raise SystemExit(f"llama-server did not start: {' '.join(argv)}")
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.02)
-        ready = time.monotonic() - started
-        rows = run_levels(url, args)
+    with reference_server(argv, f"http://127.0.0.1:{port}") as (process, ready):
+        rows = run_levels(f"http://127.0.0.1:{port}", args)
         return {"ready_s": ready, "rows": rows, "pss_mib": tree_pss_mib(process.pid)}
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def print_table(results: list[tuple[str, int, dict, dict]], concurrency: list[int]) -> None:

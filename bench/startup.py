@@ -24,13 +24,13 @@ import threading
 import time
 
 import httpx
-import psutil
 import yaml
 
 SERVE = str(pathlib.Path(sys.executable).with_name("serve"))
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.reference_server import reference_server, tree_pss_mib  # noqa: E402
 from launcher.port_check import free_tcp_ports  # noqa: E402
 
 
@@ -84,14 +84,7 @@ class Server:
         complete(self.url)
 
     def pss_mib(self) -> float:
-        root = psutil.Process(self.process.pid)
-        total = 0
-        for process in [root, *root.children(recursive=True)]:
-            try:
-                total += process.memory_full_info().pss
-            except psutil.NoSuchProcess:
-                pass
-        return total / 2**20
+        return tree_pss_mib(self.process.pid)
 
     def scheduler_pid(self, instance: int = 0) -> int:
         processes = httpx.get(self.url + "/roles", timeout=60).json()["processes"]
@@ -125,31 +118,10 @@ def measure_reference(command: str, timeout_s: float = 120) -> dict:
 
     port = free_port()
     argv = command.format(port=port, gguf=resolve_model_path("smollm2")).split()
-    started = time.monotonic()
-    process = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        while True:
-            if process.poll() is not None or time.monotonic() - started > timeout_s:
-                raise SystemExit(f"the reference server did not start: {command}")
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.02)
-        ready = time.monotonic() - started
+    with reference_server(argv, url, timeout_s) as (process, ready):
         complete(url)
-        pss = psutil.Process(process.pid).memory_full_info().pss / 2**20
-        return {"start_s": ready, "pss_mib": pss}
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        return {"start_s": ready, "pss_mib": tree_pss_mib(process.pid)}
 
 
 def measure(config: dict, env: dict | None = None, restart: bool = False, instance: int = 0) -> dict:

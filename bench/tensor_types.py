@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -21,22 +20,12 @@ import torch.nn.functional as F
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.decode_step import best_of  # noqa: E402
 from roles.model_files.tensor_types import BY_NAME, SUPPORTED_NAMES  # noqa: E402
 from roles.scheduler.models.block_linear import BlockLinear  # noqa: E402
 from tests.random_blocks import random_rows  # noqa: E402
 
 IN_FEATURES = 1536
-
-
-def best_seconds(call, calls: int = 50, repeats: int = 9) -> float:
-    call()
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        for _ in range(calls):
-            call()
-        best = min(best, (time.perf_counter() - started) / calls)
-    return best
 
 
 def main() -> None:
@@ -54,7 +43,7 @@ def main() -> None:
     line = f"{'torch f32':<8}"
     for rows in args.rows:
         x = torch.randn(rows, IN_FEATURES)
-        seconds = best_seconds(lambda x=x: F.linear(x, reference))
+        seconds = best_of(lambda x=x: F.linear(x, reference), 50, 9)
         line += f" {seconds * 1e6:>10.1f} us ({weights * rows / seconds / 1e9:>6.1f})"
     print(line)
     for name in SUPPORTED_NAMES:
@@ -63,7 +52,7 @@ def main() -> None:
         line = f"{name:<8}"
         for rows in args.rows:
             x = torch.randn(rows, IN_FEATURES)
-            seconds = best_seconds(lambda x=x, linear=linear: linear(x))
+            seconds = best_of(lambda x=x, linear=linear: linear(x), 50, 9)
             line += f" {seconds * 1e6:>10.1f} us ({weights * rows / seconds / 1e9:>6.1f})"
         print(line, flush=True)
 
