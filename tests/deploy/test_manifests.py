@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 import subprocess
 
+import kubernetes_validate
 import pytest
 import yaml
 
 from tests.guards.project_files import ROOT
 from tests.moe_checkpoint import write_tiny_mixtral
-
-kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
 DEPLOY = ROOT / "deploy"
 MANIFESTS = sorted((DEPLOY / "kubernetes").glob("*.yaml"))

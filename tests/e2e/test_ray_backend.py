@@ -23,7 +23,7 @@ LOOPBACK = "127.0.0.1"
 from launcher.ray_loopback import keep_ray_on_loopback  # noqa: E402
 
 keep_ray_on_loopback(LOOPBACK)  # this test's own driver, too, sees the cluster on loopback
-ray = pytest.importorskip("ray")
+import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 PROMPTS = ["Hello", "The capital of", "1, 2, 3,", "Once upon"]

@@ -98,6 +98,10 @@ class ProgressBoard:
             time.sleep(_PULSE_EVERY_S)
             self.beat()
 
+    def pulse_of(self, rank: int) -> int:
+        """When ``rank`` last beat (CLOCK_MONOTONIC, ns; 0 if never)."""
+        return int(self._rows[rank, _PULSE])
+
     def silent(self, for_s: float) -> list[int]:
         """The other ranks whose pulse has not beaten for ``for_s`` seconds (or ever)."""
         now = time.monotonic_ns()

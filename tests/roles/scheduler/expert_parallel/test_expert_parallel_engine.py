@@ -10,8 +10,6 @@ from roles.scheduler.engine.core import Engine
 from tests.moe_checkpoint import write_mixtral_gguf, write_tiny_mixtral, write_tiny_qwen2_moe
 from tests.roles.scheduler.expert_parallel.expert_parallel_ranks import run_ranks, small_engine_config
 
-pytest.importorskip("transformers")
-
 RANK_PROMPTS = [
     [[5, 17, 200, 3, 99, 42, 7], list(range(30, 70))],  # rank 0: a short prompt and one of 3 chunks
     [[250]],  # rank 1: one token; it idles while rank 0 still decodes

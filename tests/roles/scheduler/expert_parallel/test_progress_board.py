@@ -4,14 +4,13 @@ Ray cluster, over loopback here): incarnations, readiness and the generation eve
 from __future__ import annotations
 
 import datetime
-import time
 
 import pytest
 import torch.distributed as dist
 
 from launcher.ep_store import host_ep_store
 from launcher.port_check import free_tcp_ports
-from roles.scheduler.expert_parallel.progress_board import ProgressBoard
+from roles.scheduler.expert_parallel.progress_board import ProgressBoard, wait_until
 from roles.scheduler.expert_parallel.store_board import StoreProgressBoard
 
 
@@ -58,16 +57,23 @@ def test_shared_memory_names_the_ranks_behind_a_collective(tmp_path):
 
 
 def test_shared_memory_names_a_rank_whose_pulse_stopped(tmp_path):
+    """Behaviour, not the clock: a pulsing rank keeps beating; one that beat once is named silent once its
+    silence outlasts the window asked about (each wait bounded, however slow the machine)."""
     path = str(tmp_path / "board")
     rank0, rank1 = ProgressBoard(path, 2, 0), ProgressBoard(path, 2, 1)
-    assert rank0.silent(1.0) == [1]  # never beat
+    assert rank0.silent(3600.0) == [1]  # never beat
     rank1.start_pulse()
-    time.sleep(0.5)
-    assert rank0.silent(0.35) == []  # beating every 0.2 s
-    stopped = ProgressBoard(str(tmp_path / "other"), 2, 1)
-    stopped.beat()  # beat once, then never again
-    time.sleep(0.4)
-    assert ProgressBoard(str(tmp_path / "other"), 2, 0).silent(0.3) == [1]
+    first = rank0.pulse_of(1)
+    assert first > 0 and rank0.silent(3600.0) == []
+    wait_until(lambda: rank0.pulse_of(1) > first, 60, lambda: "the pulse did not beat again")
+    stopped, watcher = (
+        ProgressBoard(str(tmp_path / "other"), 2, 1),
+        ProgressBoard(str(tmp_path / "other"), 2, 0),
+    )
+    stopped.beat()  # once, then never again
+    once = watcher.pulse_of(1)
+    wait_until(lambda: watcher.silent(0.3) == [1], 60, lambda: "the stopped rank was never named silent")
+    assert watcher.pulse_of(1) == once
 
 
 @pytest.mark.parametrize("new_board", ["tcp store"], indirect=True)

@@ -16,7 +16,10 @@ from gguf.quants import dequantize
 from roles.model_files.tensor_types import BY_NAME, SUPPORTED_NAMES
 from roles.scheduler.kernels import native
 from roles.scheduler.models.block_linear import BlockLinear
+from tests.kernel_gate import needs_kernels
 from tests.random_blocks import random_rows
+
+pytestmark = needs_kernels
 
 OUT_FEATURES = 37
 

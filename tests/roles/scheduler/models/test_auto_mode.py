@@ -15,10 +15,11 @@ import torch
 from roles.scheduler.kernels import native
 from roles.scheduler.loading import weight_mode
 from roles.scheduler.loading.from_file import load_model
+from tests.kernel_gate import needs_kernels
 from tests.paged_greedy import forced_decode_logits, greedy_decode, greedy_decode_with_logits
 from tests.tiny_checkpoint import write_tiny_llama
 
-pytestmark = pytest.mark.skipif(native.unavailable_reason() is not None, reason="CPU kernels unavailable")
+pytestmark = needs_kernels
 
 
 def _native_and_torch_logits(model, shape, prompts, steps):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers
 
 from roles.model_files.model_path import resolve_model_path
 from roles.scheduler.loading.from_file import load_model
 from tests.paged_greedy import greedy_decode
 from tests.tiny_checkpoint import write_tiny_llama
-
-transformers = pytest.importorskip("transformers")
 
 NEW_TOKENS = 64
 RAW_PROMPTS = [

@@ -12,8 +12,6 @@ from roles.scheduler.loading.from_file import load_model
 from tests.moe_checkpoint import write_mixtral_gguf, write_tiny_mixtral
 from tests.paged_greedy import greedy_decode
 
-pytest.importorskip("transformers")
-
 PROMPTS = [[5, 17, 200, 3, 99, 42, 7], [250], [31, 1, 2, 3], list(range(30, 90))]
 NEW_TOKENS = 24
 

@@ -25,8 +25,6 @@ from roles.shared_weights.store import WeightStore
 from tests.moe_checkpoint import write_tiny_mixtral, write_tiny_qwen2_moe
 from tests.paged_greedy import greedy_decode
 
-pytest.importorskip("transformers")
-
 PROMPTS = [[5, 17, 200, 3, 99, 42, 7], [31, 1, 2, 3], list(range(30, 70))]
 
 

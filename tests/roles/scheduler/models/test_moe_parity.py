@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers
 
 from roles.protocol import SamplingFields
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config
 from tests.moe_checkpoint import write_tiny_mixtral, write_tiny_qwen2_moe
-
-transformers = pytest.importorskip("transformers")
 
 NEW_TOKENS = 24
 GREEDY = SamplingFields(temperature=0, max_tokens=NEW_TOKENS, ignore_eos=True)
