@@ -21,6 +21,7 @@ from roles.model_files.gguf_file import GGUFFile, GGUFFormatError, GGUFTensorInf
 from roles.model_files.model_path import ModelFileError
 from roles.model_files.model_shape import ModelShape
 from roles.model_files.tensor_types import BY_ID, BY_NAME, SUPPORTED_NAMES, TensorType, type_name
+from roles.model_files.tokenizer_metadata import TokenizerMetadata, tokenizer_metadata_from_fields
 
 SUPPORTED_ARCHITECTURES = ("llama",)
 
@@ -93,22 +94,6 @@ class RawQuantTensor:
     def block_view(self) -> np.ndarray:
         """(rows, blocks per row, bytes per block) uint8: one block per [row, group]."""
         return self.blocks.reshape(self.rows, self.cols // self.kind.block_size, self.kind.block_bytes)
-
-
-@dataclass(frozen=True)
-class TokenizerMetadata:
-    model: str  # "gpt2" for byte-level BPE
-    pre: str | None  # pre-tokenizer name, e.g. "smollm"
-    tokens: list[str]
-    merges: list[str]
-    token_types: list[int]  # llama.cpp token types: 1 normal, 2 unknown, 3 control, 4 user-defined, 6 byte
-    bos_token_id: int | None
-    eos_token_id: int | None
-    pad_token_id: int | None
-    unknown_token_id: int | None
-    chat_template: str | None
-    add_bos_token: bool
-    add_eos_token: bool
 
 
 class GGUFCheckpoint:
@@ -310,25 +295,4 @@ class GGUFCheckpoint:
         return [] if value is None else [int(value)]
 
     def tokenizer_metadata(self) -> TokenizerMetadata:
-        tokens = self.field("tokenizer.ggml.tokens")
-        if not tokens:
-            raise ModelFileError(f"{self.path}: no tokenizer in the GGUF metadata (tokenizer.ggml.tokens)")
-
-        def optional_int(key):
-            value = self.field(key)
-            return None if value is None else int(value)
-
-        return TokenizerMetadata(
-            model=str(self.field("tokenizer.ggml.model", "gpt2")),
-            pre=self.field("tokenizer.ggml.pre"),
-            tokens=list(tokens),
-            merges=list(self.field("tokenizer.ggml.merges") or []),
-            token_types=[int(t) for t in (self.field("tokenizer.ggml.token_type") or [1] * len(tokens))],
-            bos_token_id=optional_int("tokenizer.ggml.bos_token_id"),
-            eos_token_id=optional_int("tokenizer.ggml.eos_token_id"),
-            pad_token_id=optional_int("tokenizer.ggml.padding_token_id"),
-            unknown_token_id=optional_int("tokenizer.ggml.unknown_token_id"),
-            chat_template=self.field("tokenizer.chat_template"),
-            add_bos_token=bool(self.field("tokenizer.ggml.add_bos_token", False)),
-            add_eos_token=bool(self.field("tokenizer.ggml.add_eos_token", False)),
-        )
+        return tokenizer_metadata_from_fields(self._file.fields, self.path)
