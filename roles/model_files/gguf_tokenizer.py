@@ -1,57 +1,161 @@
-"""A ``tokenizers`` Tokenizer built from a GGUF file's tokenizer metadata.
+"""A ``tokenizers`` Tokenizer built from a GGUF file's tokenizer metadata, cutting text as llama.cpp does.
 
-GGUF "gpt2" vocabularies become a byte-level BPE from the file's tokens and merges; control and
-user-defined tokens become added tokens so text such as ``<|im_start|>`` maps to its single id.
-The tokenizer role serves it; ``serve model upcycle`` saves it as a folder's tokenizer.json.
+Three kinds (``tokenizer.ggml.model``):
+
+- ``gpt2``: byte-level BPE with the file's merges, after the pre-tokenizer its ``tokenizer.ggml.pre``
+  names (pre_tokenizer_rules.py: one rule set per name, llama.cpp's regexes);
+- ``llama``: SentencePiece BPE. The file stores scores, not merges: the merges are ranked by score
+  (sentencepiece_merges.py); spaces become U+2581, with one in front of the text and after every special
+  token (``add_space_prefix``); a character no token spells falls back to <0xXX> byte tokens;
+- ``gemma4``: BPE with merges over raw UTF-8, spaces as U+2581, byte fallback (Gemma 4).
+
+Control and unknown tokens become special added tokens and user-defined ones plain added tokens, so text
+such as ``<|im_start|>`` maps to its single id. BOS/EOS are added as the file says, or as llama.cpp does
+when it does not. The tokenizer role serves it; ``serve model upcycle`` saves it as a folder's tokenizer.json.
 """
 
 from __future__ import annotations
 
 import pathlib
+from dataclasses import dataclass
 
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-from roles.model_files.gguf_checkpoint import TokenizerMetadata
 from roles.model_files.model_path import ModelFileError
+from roles.model_files.pre_tokenizer_rules import PRE_TOKENIZERS, PreTokenizerRules
+from roles.model_files.sentencepiece_merges import sentencepiece_merges
+from roles.model_files.tokenizer_metadata import CONTROL, UNKNOWN, USER_DEFINED, TokenizerMetadata
 
-_CONTROL, _USER_DEFINED = 3, 4
+SPACE = "\u2581"  # SentencePiece's visible space
+SUPPORTED_MODELS = ("gpt2", "llama", "gemma4")
+_KIND_NAMES = {
+    "gpt2": "byte-level BPE",
+    "llama": "SentencePiece BPE (scores, byte fallback)",
+    "gemma4": "SentencePiece-style BPE (merges, byte fallback)",
+}
 
 
-def _gguf_pre_tokenizer(pre: str | None, source: pathlib.Path):
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    if pre in (None, "default", "gpt2"):
-        return byte_level
-    if pre == "smollm":
-        # SmolLM's own tokenizer (and llama.cpp's "smollm"): every digit is its own piece, then GPT-2 splitting.
-        return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
-    raise ModelFileError(f"{source}: pre-tokenizer {pre!r} is not supported (supported: gpt2, smollm)")
+@dataclass(frozen=True)
+class GGUFTokenizerKind:
+    """What a GGUF file's tokenizer is, checked: its model and, for BPE, its pre-tokenizer and rules."""
+
+    model: str
+    pre: str | None  # the pre-tokenizer's name as llama.cpp reads it ("default" when the file names none)
+    rules: PreTokenizerRules | None  # None for SentencePiece, which has no pre-tokenizer
+
+    def describe(self) -> str:
+        return f"{self.model} ({_KIND_NAMES[self.model]})"
+
+
+def gguf_tokenizer_kind(meta: TokenizerMetadata, source: pathlib.Path) -> GGUFTokenizerKind:
+    """The checked kind of ``meta``; ModelFileError naming the file, the key, the value and what is supported."""
+    if meta.model not in SUPPORTED_MODELS:
+        raise ModelFileError(
+            f"{source}: tokenizer.ggml.model = {meta.model!r} is not supported "
+            f"(supported: {', '.join(SUPPORTED_MODELS)}; the WordPiece 'bert' vocabularies are the encoder's)"
+        )
+    if meta.model == "llama":
+        return GGUFTokenizerKind("llama", None, None)
+    pre = "gemma4" if meta.model == "gemma4" else (meta.pre or "default")
+    if pre not in PRE_TOKENIZERS:
+        raise ModelFileError(
+            f"{source}: tokenizer.ggml.pre = {pre!r} is not supported (supported: {', '.join(PRE_TOKENIZERS)})"
+        )
+    return GGUFTokenizerKind(meta.model, pre, PRE_TOKENIZERS[pre])
+
+
+def _bpe_from_merges(meta: TokenizerMetadata, rules: PreTokenizerRules) -> Tokenizer:
+    vocab = {token: index for index, token in enumerate(meta.tokens)}
+    merges = [tuple(merge.split(" ", 1)) for merge in meta.merges]
+    splits = [pre_tokenizers.Split(Regex(regex), behavior="isolated") for regex in rules.regexes]
+    if rules.byte_level:
+        tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=rules.ignore_merges))
+        splits.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False))
+        tokenizer.decoder = decoders.ByteLevel()
+    else:
+        tokenizer = Tokenizer(
+            models.BPE(vocab=vocab, merges=merges, ignore_merges=rules.ignore_merges, byte_fallback=True)
+        )
+        tokenizer.normalizer = normalizers.Replace(" ", SPACE)
+        tokenizer.decoder = decoders.Sequence(
+            [decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()]
+        )
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(splits)
+    return tokenizer
+
+
+def _sentencepiece_bpe(meta: TokenizerMetadata, source: pathlib.Path) -> Tokenizer:
+    if meta.scores is None:
+        raise ModelFileError(
+            f"{source}: a SentencePiece vocabulary needs tokenizer.ggml.scores, which is missing"
+        )
+    vocab = {token: index for index, token in enumerate(meta.tokens)}
+    unknown = meta.token_text(0 if meta.unknown_token_id is None else meta.unknown_token_id)
+    model = models.BPE(
+        vocab=vocab,
+        merges=sentencepiece_merges(meta.tokens, meta.scores),
+        unk_token=unknown,
+        fuse_unk=True,
+        byte_fallback=True,
+    )
+    tokenizer = Tokenizer(model)
+    add_space_prefix = meta.add_space_prefix is not False
+    spaces = [normalizers.Replace(" ", SPACE)]
+    decoding = [decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()]
+    if add_space_prefix:  # llama.cpp strips the space it added in front when it decodes a text
+        spaces.insert(0, normalizers.Prepend(SPACE))
+        decoding.append(decoders.Strip(" ", 1, 0))
+    tokenizer.normalizer = normalizers.Sequence(spaces)
+    tokenizer.decoder = decoders.Sequence(decoding)
+    return tokenizer
+
+
+def _rstrips(meta: TokenizerMetadata) -> set[str]:
+    """llama.cpp strips the whitespace after Phi-3's special tokens, as Phi-3's tokenizer_config.json does."""
+    name = (meta.model_name or "").lower()
+    if "phi-3" not in name and "phi3" not in name:
+        return set()
+    specials = {
+        meta.tokens[i] for i, kind in enumerate(meta.token_types) if kind in (CONTROL, USER_DEFINED, UNKNOWN)
+    }
+    return (specials | {"</s>"}) - {"<unk>", "<s>", "<|endoftext|>"}
+
+
+def _added_tokens(meta: TokenizerMetadata) -> list[AddedToken]:
+    rstrips = _rstrips(meta)
+    return [
+        AddedToken(
+            meta.tokens[i], special=kind != USER_DEFINED, normalized=False, rstrip=meta.tokens[i] in rstrips
+        )
+        for i, kind in enumerate(meta.token_types)
+        if kind in (CONTROL, USER_DEFINED, UNKNOWN)
+    ]
+
+
+def adds_bos(meta: TokenizerMetadata, kind: GGUFTokenizerKind) -> bool:
+    """Whether encoding a text puts BOS in front: the file's flag, else llama.cpp's default for the kind."""
+    if meta.add_bos_token is not None:
+        return meta.add_bos_token
+    return kind.rules is None or kind.rules.add_bos
 
 
 def tokenizer_from_gguf(meta: TokenizerMetadata, source: pathlib.Path) -> Tokenizer:
-    if meta.model != "gpt2":
-        raise ModelFileError(f"{source}: tokenizer model {meta.model!r} is not supported (supported: gpt2)")
-    vocab = {token: index for index, token in enumerate(meta.tokens)}
-    merges = [tuple(merge.split(" ", 1)) for merge in meta.merges]
-    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
-    tokenizer.pre_tokenizer = _gguf_pre_tokenizer(meta.pre, source)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.add_tokens(
-        [
-            AddedToken(meta.tokens[i], special=kind == _CONTROL, normalized=False)
-            for i, kind in enumerate(meta.token_types)
-            if kind in (_CONTROL, _USER_DEFINED)
-        ]
-    )
-    prefix = [meta.tokens[meta.bos_token_id]] if meta.add_bos_token and meta.bos_token_id is not None else []
-    suffix = [meta.tokens[meta.eos_token_id]] if meta.add_eos_token and meta.eos_token_id is not None else []
-    if prefix or suffix:
-        specials = [(token, vocab[token]) for token in prefix + suffix]
+    kind = gguf_tokenizer_kind(meta, source)
+    tokenizer = _sentencepiece_bpe(meta, source) if kind.rules is None else _bpe_from_merges(meta, kind.rules)
+    tokenizer.add_tokens(_added_tokens(meta))
+    ends = [
+        meta.bos_token_id if adds_bos(meta, kind) else None,
+        meta.eos_token_id if meta.add_eos_token else None,
+    ]
+    bos, eos = ((meta.token_text(i), i) if meta.token_text(i) is not None else None for i in ends)
+    if bos or eos:
+        pieces = ([bos[0]] if bos else []) + ["$A"] + ([eos[0]] if eos else [])
         tokenizer.post_processor = processors.TemplateProcessing(
-            single=" ".join(prefix + ["$A"] + suffix), special_tokens=specials
+            single=" ".join(pieces), special_tokens=[end for end in (bos, eos) if end]
         )
     return tokenizer
 
 
 def token_text(meta: TokenizerMetadata, index: int | None) -> str | None:
     """The text of token ``index`` (None when the GGUF names no such token)."""
-    return None if index is None or not 0 <= index < len(meta.tokens) else meta.tokens[index]
+    return meta.token_text(index)
