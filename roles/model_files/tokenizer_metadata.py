@@ -18,6 +18,34 @@ from roles.model_files.model_path import ModelFileError
 # llama.cpp's token types (tokenizer.ggml.token_type).
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 _TEMPLATE_PREFIX = "tokenizer.chat_template."
+# The texts llama.cpp takes for the end of a turn in any vocabulary that has them (its end-of-generation
+# list): a chat model's turn often ends with one of these rather than with the file's EOS token.
+_END_OF_GENERATION_TEXTS = frozenset(
+    (
+        "<|eot_id|>",
+        "<|im_end|>",
+        "<|end|>",
+        "<|return|>",
+        "<|call|>",
+        "<|flush|>",
+        "<|calls|>",
+        "<end_of_turn>",
+        "<|endoftext|>",
+        "</s>",
+        "<|eom_id|>",
+        "<EOT>",
+        "_<EOT>",
+        "[EOT]",
+        "[EOS]",
+        "<|end_of_text|>",
+        "<end_of_utterance>",
+        "<eos>",
+        "<turn|>",
+        "<|tool_response>",
+        "<\uff5cend\u2581of\u2581sentence\uff5c>",
+        "[e~[",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -45,6 +73,18 @@ class TokenizerMetadata:
     @property
     def vocab_size(self) -> int:
         return len(self.tokens)
+
+    def end_of_generation_ids(self) -> frozenset[int]:
+        """EOS, EOT and EOM, and every token llama.cpp ends a turn at by its text. As llama.cpp: with
+        gpt-oss's <|return|> and <|call|>, <|end|> only ends a message; beside Gemma 4's <|tool_response>,
+        </s> is an ordinary token."""
+        ids = {i for i in (self.eos_token_id, self.eot_token_id, self.eom_token_id) if self.token_text(i)}
+        by_text = {text: index for index, text in enumerate(self.tokens) if text in _END_OF_GENERATION_TEXTS}
+        if {"<|return|>", "<|call|>"} <= by_text.keys() or {"<|calls|>", "<|flush|>"} <= by_text.keys():
+            by_text.pop("<|end|>", None)
+        if "<|tool_response>" in by_text:
+            by_text.pop("</s>", None)
+        return frozenset(ids | set(by_text.values()))
 
     def token_text(self, index: int | None) -> str | None:
         """The text of token ``index`` (None when the file names no such token)."""
