@@ -10,9 +10,9 @@ import pathlib
 
 from tokenizers import Tokenizer
 
-from roles.model_files.gguf_checkpoint import GGUFCheckpoint
 from roles.model_files.gguf_tokenizer import tokenizer_from_gguf
 from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
+from roles.model_files.tokenizer_metadata import read_tokenizer_metadata
 
 
 def folder_tokenizer(folder: pathlib.Path) -> Tokenizer:
@@ -27,5 +27,5 @@ def load_tokenizer(model_path: str | pathlib.Path) -> Tokenizer:
     """The tokenizer of a model path (alias, .gguf file or HF folder)."""
     resolved = resolve_model_path(str(model_path))
     if is_gguf(resolved):
-        return tokenizer_from_gguf(GGUFCheckpoint(resolved).tokenizer_metadata(), pathlib.Path(resolved))
+        return tokenizer_from_gguf(read_tokenizer_metadata(resolved), pathlib.Path(resolved))
     return folder_tokenizer(pathlib.Path(resolved))

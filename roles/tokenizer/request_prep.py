@@ -7,6 +7,7 @@ import asyncio
 import msgspec
 
 from roles.protocol import SamplingError, SamplingFields, validate_sampling
+from roles.tokenizer.chat_template import ChatTemplateError
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.openai_errors import OpenAIError
 from roles.tokenizer.schemas import SamplingRequest
@@ -72,15 +73,20 @@ async def chat_prompt_ids(
     state: FrontState, messages, add_generation_prompt: bool = True, tools=None
 ) -> list[int]:
     """Chat messages (schemas.ChatMessage) and the tools offered (schemas.Tool, or None) through the model's
-    chat template, as token ids."""
-    plain, extra = template_inputs(messages, tools, getattr(state.tokenizer, "chat_template", None))
+    chat template, as token ids. A template that fails (its raise_exception() names what is wrong with the
+    conversation, or it is broken) is a 400 naming where the template came from."""
+    template, origin = state.tokenizer.chat_template_for(bool(tools))
+    plain, extra = template_inputs(messages, tools, template)
     try:
         text = state.tokenizer.apply_chat_template(
             plain, add_generation_prompt=add_generation_prompt, **extra
         )
-    except Exception as error:  # a template's raise_exception() names what is wrong with the conversation
+    except ChatTemplateError as error:
         raise OpenAIError(
-            400, f"chat template rejected the messages: {error}", "messages", "invalid_value"
+            400,
+            f"the chat template ({origin}) failed on these messages: {error}",
+            "messages",
+            "invalid_value",
         ) from None
     return await encode_text(state, text, "messages", add_special_tokens=False)
 

@@ -1,4 +1,4 @@
-"""Text <-> token ids for a checkpoint, built with the ``tokenizers`` library from GGUF metadata or tokenizer.json."""
+"""Text <-> token ids and the chat template of the served model, from GGUF metadata or a folder's tokenizer.json."""
 
 from __future__ import annotations
 
@@ -7,11 +7,28 @@ import pathlib
 
 from tokenizers import Tokenizer
 
-from roles.model_files.gguf_checkpoint import GGUFCheckpoint
-from roles.model_files.gguf_tokenizer import token_text, tokenizer_from_gguf
+from roles.model_files.gguf_tokenizer import tokenizer_from_gguf
 from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
 from roles.model_files.tokenizer_file import folder_tokenizer
+from roles.model_files.tokenizer_metadata import read_tokenizer_metadata
 from roles.tokenizer.chat_template import render_chat_template
+from roles.tokenizer.chat_template_source import (
+    ChatTemplates,
+    folder_templates,
+    gguf_templates,
+    templates_from_setting,
+)
+
+# The named special tokens transformers hands a chat template (its special_tokens_map).
+SPECIAL_TOKEN_NAMES = (
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
+)
 
 
 def _token_text(value) -> str | None:
@@ -30,65 +47,71 @@ def _read_json(path: pathlib.Path) -> dict:
         raise ModelFileError(f"{path} is not valid JSON: {error}") from error
 
 
-def _hf_chat_template(folder: pathlib.Path, config: dict) -> str | None:
-    jinja_file = folder / "chat_template.jinja"
-    if jinja_file.is_file():
-        return jinja_file.read_text()
-    template = config.get("chat_template")
-    if isinstance(template, list):  # named templates: use "default"
-        named = {entry.get("name"): entry.get("template") for entry in template}
-        return named.get("default") or next(iter(named.values()), None)
-    return template
-
-
 class TextTokenizer:
     """encode / decode / chat template for one checkpoint."""
 
     def __init__(
         self,
         tokenizer: Tokenizer,
-        bos_token: str | None,
-        eos_token: str | None,
+        special_tokens: dict[str, str],
         eos_token_ids: frozenset[int],
-        chat_template: str | None,
+        templates: ChatTemplates,
     ):
         self.tokenizer = tokenizer
-        self.bos_token = bos_token
-        self.eos_token = eos_token
-        self.bos_token_id = None if bos_token is None else tokenizer.token_to_id(bos_token)
-        self.eos_token_ids = eos_token_ids
-        self.chat_template = chat_template
+        self.special_tokens = special_tokens  # bos_token, eos_token, ... -> text, as templates see them
+        self.bos_token = special_tokens.get("bos_token")
+        self.eos_token = special_tokens.get("eos_token")
+        self.bos_token_id = None if self.bos_token is None else tokenizer.token_to_id(self.bos_token)
+        self.eos_token_ids = eos_token_ids  # every token that ends a turn
+        self.templates = templates
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
 
-    @classmethod
-    def from_gguf(cls, path: str | pathlib.Path) -> TextTokenizer:
-        meta = GGUFCheckpoint(path).tokenizer_metadata()
-        tokenizer = tokenizer_from_gguf(meta, pathlib.Path(path))
+    @property
+    def chat_template(self) -> str | None:
+        return self.templates.default
 
-        eos_ids = frozenset(i for i in (meta.eos_token_id,) if i is not None)
+    @classmethod
+    def from_gguf(cls, path: str | pathlib.Path, templates: ChatTemplates | None = None) -> TextTokenizer:
+        path = pathlib.Path(path)
+        meta = read_tokenizer_metadata(path)
+        ids = {
+            "bos_token": meta.bos_token_id,
+            "eos_token": meta.eos_token_id,
+            "unk_token": meta.unknown_token_id,
+            "pad_token": meta.pad_token_id,
+        }
+        special = {name: meta.token_text(i) for name, i in ids.items() if meta.token_text(i) is not None}
         return cls(
-            tokenizer,
-            token_text(meta, meta.bos_token_id),
-            token_text(meta, meta.eos_token_id),
-            eos_ids,
-            meta.chat_template,
+            tokenizer_from_gguf(meta, path),
+            special,
+            meta.end_of_generation_ids(),
+            templates or gguf_templates(meta.chat_template, meta.named_chat_templates, path),
         )
 
     @classmethod
-    def from_hf_folder(cls, folder: str | pathlib.Path) -> TextTokenizer:
+    def from_hf_folder(
+        cls, folder: str | pathlib.Path, templates: ChatTemplates | None = None
+    ) -> TextTokenizer:
         folder = pathlib.Path(folder)
         tokenizer = folder_tokenizer(folder)
         config = _read_json(folder / "tokenizer_config.json")
-        bos, eos = _token_text(config.get("bos_token")), _token_text(config.get("eos_token"))
+        special = {name: _token_text(config.get(name)) for name in SPECIAL_TOKEN_NAMES}
+        special = {name: text for name, text in special.items() if text is not None}
         eos_ids = set()
         for source in (_read_json(folder / "generation_config.json"), _read_json(folder / "config.json")):
             value = source.get("eos_token_id")
             if value is not None:
                 eos_ids.update(value if isinstance(value, list) else [value])
                 break
+        eos = special.get("eos_token")
         if eos is not None and tokenizer.token_to_id(eos) is not None:
             eos_ids.add(tokenizer.token_to_id(eos))
-        return cls(tokenizer, bos, eos, frozenset(int(i) for i in eos_ids), _hf_chat_template(folder, config))
+        return cls(
+            tokenizer,
+            special,
+            frozenset(int(i) for i in eos_ids),
+            templates or folder_templates(folder, config),
+        )
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
@@ -96,20 +119,33 @@ class TextTokenizer:
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
-    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True, **extra) -> str:
+    def chat_template_for(self, offers_tools: bool) -> tuple[str | None, str]:
+        """(template, where it came from) for a conversation with or without tools."""
+        return self.templates.pick(offers_tools)
+
+    def apply_chat_template(
+        self,
+        messages: list[dict],
+        add_generation_prompt: bool = True,
+        tools: list[dict] | None = None,
+        **extra,
+    ) -> str:
+        template, _ = self.chat_template_for(tools is not None)
         return render_chat_template(
-            self.chat_template,
+            template,
             messages,
-            add_generation_prompt=add_generation_prompt,
-            bos_token=self.bos_token,
-            eos_token=self.eos_token,
+            add_generation_prompt,
+            special_tokens=self.special_tokens,
+            tools=tools,
             **extra,
         )
 
 
-def load_text_tokenizer(path: str | pathlib.Path) -> TextTokenizer:
-    """The tokenizer of a model path (alias, .gguf file or HF folder)."""
+def load_text_tokenizer(path: str | pathlib.Path, chat_template: str | None = None) -> TextTokenizer:
+    """The tokenizer of a model path (alias, .gguf file or HF folder); ``chat_template``, the
+    tokenizer.chat_template setting (a path or the template text), replaces the model's templates."""
+    templates = None if chat_template is None else templates_from_setting(chat_template)
     resolved = resolve_model_path(str(path))
     if is_gguf(resolved):
-        return TextTokenizer.from_gguf(resolved)
-    return TextTokenizer.from_hf_folder(resolved)
+        return TextTokenizer.from_gguf(resolved, templates)
+    return TextTokenizer.from_hf_folder(resolved, templates)
