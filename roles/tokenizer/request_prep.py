@@ -117,6 +117,10 @@ def sampling_fields(state: FrontState, request: SamplingRequest, prompt_len: int
     vocab = getattr(state.tokenizer, "vocab_size", None)
     if vocab is not None:
         fields.stop_token_ids = [t for t in fields.stop_token_ids if t < vocab]
+    # A turn also ends at the model's end-of-turn tokens (<|eot_id|>, <|im_end|>, ...).
+    if not fields.ignore_eos:
+        ends = getattr(state.tokenizer, "eos_token_ids", frozenset())
+        fields.stop_token_ids += sorted(set(ends) - set(fields.stop_token_ids))
     return fields
 
 

@@ -64,7 +64,8 @@ def test_prompts_of_every_shape_become_id_lists(state, tokenizer):
 
 def test_defaults_come_from_the_one_declaration_and_max_tokens_from_the_settings(state):
     fields = sampling_fields(state, completion(), prompt_len=4)
-    assert fields == SamplingFields(max_tokens=16)  # tokenizer.default_max_tokens in front_settings
+    # tokenizer.default_max_tokens in front_settings; the model's end-of-turn tokens <|endoftext|> and <|im_end|>
+    assert fields == SamplingFields(max_tokens=16, stop_token_ids=[0, 2])
     # The default shrinks to what fits in the context (64); an explicit one that does not fit is a 400.
     assert sampling_fields(state, completion(), prompt_len=60).max_tokens == 4
     with pytest.raises(OpenAIError) as caught:
@@ -80,7 +81,12 @@ def test_given_options_are_kept_and_null_means_not_given(state):
     fields = sampling_fields(state, body, prompt_len=4)
     assert (fields.temperature, fields.top_k, fields.seed, fields.logprobs) == (0.0, 5, 3, 2)
     assert fields.top_p == 1.0
-    assert fields.stop_token_ids == [7]  # ids beyond the vocabulary can never be sampled
+    assert fields.stop_token_ids == [7, 0, 2]  # ids beyond the vocabulary can never be sampled
+
+
+def test_end_of_turn_tokens_stop_unless_eos_is_ignored(state):
+    assert sampling_fields(state, completion(stop_token_ids=[2]), prompt_len=4).stop_token_ids == [2, 0]
+    assert sampling_fields(state, completion(ignore_eos=True), prompt_len=4).stop_token_ids == []
 
 
 @pytest.mark.parametrize(
