@@ -11,16 +11,9 @@ import pathlib
 from tokenizers import Tokenizer
 
 from roles.model_files.gguf_tokenizer import tokenizer_from_gguf
-from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
+from roles.model_files.hf_tokenizer import folder_tokenizer
+from roles.model_files.model_path import is_gguf, resolve_model_path
 from roles.model_files.tokenizer_metadata import read_tokenizer_metadata
-
-
-def folder_tokenizer(folder: pathlib.Path) -> Tokenizer:
-    path = folder / "tokenizer.json"
-    try:
-        return Tokenizer.from_file(str(path))
-    except Exception as error:
-        raise ModelFileError(f"{path} is not a loadable tokenizer: {error}") from error
 
 
 def load_tokenizer(model_path: str | pathlib.Path) -> Tokenizer:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import pathlib
 
 from tokenizers import Tokenizer
 
 from roles.model_files.gguf_tokenizer import tokenizer_from_gguf
-from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
-from roles.model_files.tokenizer_file import folder_tokenizer
+from roles.model_files.hf_tokenizer import folder_tokenizer, read_json, special_tokens
+from roles.model_files.model_path import is_gguf, resolve_model_path
 from roles.model_files.tokenizer_metadata import read_tokenizer_metadata
 from roles.tokenizer.chat_template import render_chat_template
 from roles.tokenizer.chat_template_source import (
@@ -18,33 +17,6 @@ from roles.tokenizer.chat_template_source import (
     gguf_templates,
     templates_from_setting,
 )
-
-# The named special tokens transformers hands a chat template (its special_tokens_map).
-SPECIAL_TOKEN_NAMES = (
-    "bos_token",
-    "eos_token",
-    "unk_token",
-    "sep_token",
-    "pad_token",
-    "cls_token",
-    "mask_token",
-)
-
-
-def _token_text(value) -> str | None:
-    """tokenizer_config.json writes special tokens either as strings or as AddedToken dicts."""
-    if isinstance(value, dict):
-        return value.get("content")
-    return value
-
-
-def _read_json(path: pathlib.Path) -> dict:
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except ValueError as error:
-        raise ModelFileError(f"{path} is not valid JSON: {error}") from error
 
 
 class TextTokenizer:
@@ -93,12 +65,11 @@ class TextTokenizer:
         cls, folder: str | pathlib.Path, templates: ChatTemplates | None = None
     ) -> TextTokenizer:
         folder = pathlib.Path(folder)
-        tokenizer = folder_tokenizer(folder)
-        config = _read_json(folder / "tokenizer_config.json")
-        special = {name: _token_text(config.get(name)) for name in SPECIAL_TOKEN_NAMES}
-        special = {name: text for name, text in special.items() if text is not None}
+        config = read_json(folder / "tokenizer_config.json")
+        tokenizer = folder_tokenizer(folder, config)
+        special = special_tokens(config)
         eos_ids = set()
-        for source in (_read_json(folder / "generation_config.json"), _read_json(folder / "config.json")):
+        for source in (read_json(folder / "generation_config.json"), read_json(folder / "config.json")):
             value = source.get("eos_token_id")
             if value is not None:
                 eos_ids.update(value if isinstance(value, list) else [value])
