@@ -1,8 +1,11 @@
 """Incremental, UTF-8-safe detokenization and stop strings that may span tokens.
 
-Byte-level BPE can split one character across tokens; decoding a partial character yields U+FFFD, so
-text is released only once the window decodes cleanly; when generation ends inside a character, ``flush``
-releases what is left as the tokenizer decodes it (U+FFFD for the incomplete bytes, as a whole decode).
+Byte-level BPE and byte-fallback pieces can split one character across tokens; decoding a partial character
+yields U+FFFD, so text is released only once the window decodes cleanly; when generation ends inside a
+character, ``flush`` releases what is left as the tokenizer decodes it (U+FFFD for the incomplete bytes, as a
+whole decode). Generated tokens are decoded after the last tokens of the prompt they continue: a
+SentencePiece decoder drops the space marker that starts a text, which must stay on a continuation
+(" Paris", not "Paris").
 Stop strings are matched on the text stream: the tail that could still become a stop string is held back
 until it cannot.
 """
@@ -17,13 +20,30 @@ class Decoder(Protocol):
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str: ...
 
 
+CONTEXT_TOKENS = 6  # prompt tokens a continuation is decoded after
+
+
 class IncrementalDetokenizer:
-    def __init__(self, tokenizer: Decoder, skip_special_tokens: bool = True):
+    def __init__(self, tokenizer: Decoder, skip_special_tokens: bool = True, context: Sequence[int] = ()):
+        """``context``: the prompt the tokens continue (its last few tokens are used)."""
         self.tokenizer = tokenizer
         self.skip_special_tokens = skip_special_tokens
-        self.ids: list[int] = []
+        tail = list(context[-CONTEXT_TOKENS:])
+        # The context starts at a whole character (a decoder may turn a whole run of bytes into U+FFFD when it
+        # starts inside one) and counts as shown up to its last whole character: a character the prompt
+        # leaves unfinished is shown whole with the generated token that finishes it.
+        start, shown = next(
+            (
+                (start, end)
+                for end in range(len(tail), 0, -1)
+                for start in range(end)
+                if not self._is_cut(self._decode(tail[start:end]))
+            ),
+            (len(tail), len(tail)),  # no whole character in it: no context
+        )
+        self.ids: list[int] = tail[start:]
         self._prefix_start = 0  # window start: a few tokens of context so merges decode right
-        self._emitted_end = 0  # ids before this are already turned into text
+        self._emitted_end = shown - start  # ids before this are already turned into text
 
     def push(self, token_id: int) -> str:
         """Add one token; return the new text it completes (maybe empty while a character is split)."""
@@ -45,6 +65,10 @@ class IncrementalDetokenizer:
         self._prefix_start = self._emitted_end
         self._emitted_end = len(self.ids)
         return window_text[len(done_text) :]
+
+    @staticmethod
+    def _is_cut(text: str) -> bool:
+        return text.startswith("\ufffd") or text.endswith("\ufffd")
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=self.skip_special_tokens)

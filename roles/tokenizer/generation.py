@@ -4,7 +4,7 @@ text deltas out, with stop strings and logprobs."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from roles.protocol import Overloaded, SamplingFields, TokenEvent
@@ -110,11 +110,16 @@ async def _abort_started(client: EngineClient, outcomes: list) -> None:
 
 
 async def run_choice(
-    client: EngineClient, tokenizer, index: int, started: StartedChoice, stop_strings: list[str]
+    client: EngineClient,
+    tokenizer,
+    index: int,
+    started: StartedChoice,
+    stop_strings: list[str],
+    prompt_ids: Sequence[int] = (),
 ) -> AsyncIterator[Delta]:
     """Yield deltas of one started choice until it finishes; aborts the request if the consumer goes away."""
     request_id = started.request_id
-    detokenizer = IncrementalDetokenizer(tokenizer)
+    detokenizer = IncrementalDetokenizer(tokenizer, context=prompt_ids)
     stops = StopStringMatcher(stop_strings)
     finished = False
     event: TokenEvent = started.first

@@ -77,7 +77,7 @@ def _choice_requests(spec: FlowSpec) -> list[tuple[list[int], SamplingFields]]:
 
 def _deltas(state: FrontState, spec: FlowSpec, started: list[StartedChoice]) -> AsyncIterator[Delta]:
     streams = [
-        run_choice(state.client, state.tokenizer, index, choice, spec.stops)
+        run_choice(state.client, state.tokenizer, index, choice, spec.stops, spec.prompts[index // spec.n])
         for index, choice in enumerate(started)
     ]
     return merge_choices(streams)

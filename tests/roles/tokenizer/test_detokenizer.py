@@ -2,6 +2,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from roles.tokenizer.detokenizer import IncrementalDetokenizer, StopStringMatcher
+from tests.llama_cpp_suite import suite_tokenizer, vocab_cases
 from tests.tiny_checkpoint import write_tiny_llama
 
 
@@ -63,3 +64,33 @@ def test_earliest_of_several_stops_wins_and_no_stops_passes_through():
     matcher = StopStringMatcher(["bb", "a"])
     assert matcher.feed("xxbba") == "xx"
     assert StopStringMatcher([]).feed("anything") == "anything"
+
+
+# One vocabulary of each kind: byte-level BPE, SentencePiece (space marker, byte fallback), raw UTF-8 BPE.
+KINDS = ("llama-bpe", "qwen2", "llama-spm", "phi-3", "gemma-4")
+
+
+def _whole_characters_before(tokenizer, ids: list[int], end: int) -> str:
+    """The text of ids[:end] up to its last whole character (what a prompt has shown)."""
+    while end and tokenizer.decode(ids[:end]).endswith("\ufffd"):
+        end -= 1
+    return tokenizer.decode(ids[:end])
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_a_continuation_streams_the_text_the_whole_decode_adds(name):
+    """Prompt = the first k tokens, reply = the rest: the streamed reply is exactly what decoding everything
+    adds to the prompt's text (a SentencePiece reply keeps its leading space), and never a broken character."""
+    tokenizer = suite_tokenizer(name)
+    for text, _ in vocab_cases(name):
+        ids = tokenizer.encode(text, add_special_tokens=True).ids
+        for k in sorted({0, 1, 2, len(ids) // 2, len(ids) - 1} & set(range(len(ids)))):
+            detokenizer = IncrementalDetokenizer(tokenizer, context=ids[:k])
+            pieces = [detokenizer.push(token_id) for token_id in ids[k:]] + [detokenizer.flush()]
+            whole = tokenizer.decode(ids)
+            assert "".join(pieces) == whole[len(_whole_characters_before(tokenizer, ids, k)) :], (
+                name,
+                text,
+                k,
+            )
+            assert all("\ufffd" not in piece for piece in pieces), (name, text, k)
