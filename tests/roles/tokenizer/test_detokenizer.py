@@ -94,3 +94,19 @@ def test_a_continuation_streams_the_text_the_whole_decode_adds(name):
                 k,
             )
             assert all("\ufffd" not in piece for piece in pieces), (name, text, k)
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_a_stop_string_across_tokens_cuts_the_stream_for_every_kind(name):
+    tokenizer = suite_tokenizer(name)
+    text = "Grüße 🦙 aus Zürich: the answer is forty-two, füńf 日本語 and then more text"
+    prompt, reply = tokenizer.encode("Q: ").ids, tokenizer.encode(text, add_special_tokens=False).ids
+    text = tokenizer.decode(prompt + reply)[len(tokenizer.decode(prompt)) :]  # SentencePiece: " Grüße ..."
+    for stop in ("swer is fo", "ńf 日", "🦙 a"):
+        detokenizer, matcher = IncrementalDetokenizer(tokenizer, context=prompt), StopStringMatcher([stop])
+        shown = ""
+        for token_id in reply:
+            shown += matcher.feed(detokenizer.push(token_id))
+            if matcher.is_stopped:
+                break
+        assert matcher.is_stopped and shown == text[: text.index(stop)], (name, stop, shown)
