@@ -95,6 +95,15 @@ _declare(
     "max_tokens used when a completion request gives none.",
     minimum=1,
 )
+_declare(
+    "tokenizer",
+    "chat_template",
+    str,
+    None,
+    "Chat template for /v1/chat/completions and /tokenize messages: a .jinja file, or the template text "
+    "itself; replaces the model's own. null: the model's.",
+    optional=True,
+)
 
 # schedule: continuous batching limits
 _declare(

@@ -37,23 +37,23 @@ def is_template_text(value: str) -> bool:
 
 
 def templates_from_setting(value: str) -> ChatTemplates:
-    """The setting's template, read and compiled; ChatTemplateError naming the setting and the file."""
+    """The setting's template, read and compiled; ChatTemplateError naming the file (or the text's fault)."""
     if is_template_text(value):
-        text, origin = value, f"{SETTING} (template text)"
+        text, origin, what = value, f"{SETTING} (template text)", "the template text"
     else:
         path = pathlib.Path(value).expanduser()
-        origin = f"{SETTING} file {path}"
+        origin, what = f"{SETTING} file {path}", f"the file {value!r}"
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             reason = "does not exist" if isinstance(error, FileNotFoundError) else f"is not readable: {error}"
             raise ChatTemplateError(
-                f"{SETTING}={value!r}: the file {reason} (give a path to a .jinja file, or the template text)"
+                f"{what} {reason} (give a path to a .jinja file, or the template text itself)"
             ) from None
     try:
         compile_chat_template(text)
     except ChatTemplateError as error:
-        raise ChatTemplateError(f"{SETTING}={value!r}: the template {error}") from None
+        raise ChatTemplateError(f"{what} {error}") from None
     return ChatTemplates(text, origin)
 
 

@@ -31,7 +31,7 @@ from roles.tokenizer.engine_client import EngineClient
 from roles.tokenizer.front_state import STARTING, FrontSettings, FrontState
 from roles.tokenizer.metrics import ServingMetrics
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
-from runtime_context import get_context, get_http, get_model
+from runtime_context import get_context, get_http, get_model, get_tokenizer
 from runtime_context.collectors import resolve_collector_class
 from runtime_context.inspect_report import live_entry
 
@@ -111,7 +111,7 @@ async def note_worker_metrics(state: FrontState) -> None:
 
 async def serve(link: ChildLink) -> None:
     model, http = get_model(), get_http()
-    tokenizer = load_text_tokenizer(model.path)
+    tokenizer = load_text_tokenizer(model.path, get_tokenizer().chat_template)
     context = zmq.asyncio.Context.shadow(link.zmq_context.underlying)
     client = EngineClient(link.endpoints, link.spec.instance, context)
     settings = FrontSettings.from_context()

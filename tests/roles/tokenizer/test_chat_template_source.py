@@ -24,15 +24,15 @@ def test_the_setting_takes_template_text_or_a_file(tmp_path):
     assert templates_from_setting(str(path)).pick(True) == (PLAIN, f"tokenizer.chat_template file {path}")
 
 
-def test_a_missing_or_broken_setting_names_the_setting_and_the_value(tmp_path):
-    with pytest.raises(
-        ChatTemplateError, match=r"tokenizer\.chat_template='nowhere\.jinja': the file does not exist"
-    ):
+def test_a_missing_or_broken_setting_names_the_file_or_the_fault(tmp_path):
+    with pytest.raises(ChatTemplateError, match=r"the file 'nowhere\.jinja' does not exist"):
         templates_from_setting("nowhere.jinja")
     broken = tmp_path / "broken.jinja"
     broken.write_text("{% for m in messages %}")
-    with pytest.raises(ChatTemplateError, match=r"broken\.jinja'\: the template does not compile"):
+    with pytest.raises(ChatTemplateError, match=r"broken\.jinja' does not compile"):
         templates_from_setting(str(broken))
+    with pytest.raises(ChatTemplateError, match=r"the template text does not compile"):
+        templates_from_setting("{{ messages[")
 
 
 def test_the_setting_replaces_the_model_template():
