@@ -6,6 +6,7 @@ from launcher.collector_check import STAT_LOGGERS_IMPORTABLE
 from launcher.expert_parallel_check import EP_SIZE_FITS_THE_MODEL, EXPERT_BACKUP_FITS
 from launcher.model_file_check import MODEL_FILE_SERVABLE
 from launcher.ray_backend_check import RAY_IMPORTABLE
+from launcher.tokenizer_check import CHAT_TEMPLATE_USABLE, TOKENIZER_SUPPORTED
 from runtime_context.constraints import Constraint
 
 LAUNCHER_CONSTRAINTS: tuple[Constraint, ...] = (
@@ -14,4 +15,6 @@ LAUNCHER_CONSTRAINTS: tuple[Constraint, ...] = (
     EP_SIZE_FITS_THE_MODEL,
     EXPERT_BACKUP_FITS,
     RAY_IMPORTABLE,
+    TOKENIZER_SUPPORTED,
+    CHAT_TEMPLATE_USABLE,
 )

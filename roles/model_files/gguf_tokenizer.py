@@ -16,6 +16,7 @@ when it does not. The tokenizer role serves it; ``serve model upcycle`` saves it
 
 from __future__ import annotations
 
+import difflib
 import pathlib
 from dataclasses import dataclass
 
@@ -58,8 +59,11 @@ def gguf_tokenizer_kind(meta: TokenizerMetadata, source: pathlib.Path) -> GGUFTo
         return GGUFTokenizerKind("llama", None, None)
     pre = "gemma4" if meta.model == "gemma4" else (meta.pre or "default")
     if pre not in PRE_TOKENIZERS:
+        close = difflib.get_close_matches(pre, PRE_TOKENIZERS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ModelFileError(
-            f"{source}: tokenizer.ggml.pre = {pre!r} is not supported (supported: {', '.join(PRE_TOKENIZERS)})"
+            f"{source}: tokenizer.ggml.pre = {pre!r} is not supported{hint} "
+            f"(supported: {', '.join(PRE_TOKENIZERS)})"
         )
     return GGUFTokenizerKind(meta.model, pre, PRE_TOKENIZERS[pre])
 

@@ -6,9 +6,19 @@ import gguf
 import numpy as np
 
 
-def write_small_gguf(path, architecture: str = "llama", quant_type: str | None = None):
-    """A 1-layer GGUF with llama-style metadata and one attn_q tensor (F32, or raw blocks of ``quant_type``)."""
+def write_small_gguf(
+    path, architecture: str = "llama", quant_type: str | None = None, tokenizer: tuple[str, str] | None = None
+):
+    """A 1-layer GGUF with llama-style metadata and one attn_q tensor (F32, or raw blocks of ``quant_type``);
+    ``tokenizer`` = (tokenizer.ggml.model, tokenizer.ggml.pre) adds a 16-token byte-level vocabulary."""
     writer = gguf.GGUFWriter(str(path), architecture)
+    if tokenizer is not None:
+        writer.add_tokenizer_model(tokenizer[0])
+        writer.add_tokenizer_pre(tokenizer[1])
+        writer.add_token_list(["<s>", "</s>", *"abcdefghijklmn"])
+        writer.add_token_types([3, 3, *[1] * 14])
+        writer.add_token_merges(["a b"])
+        writer.add_eos_token_id(1)
     writer.add_block_count(1)
     writer.add_context_length(64)
     writer.add_embedding_length(32)
