@@ -31,6 +31,7 @@ from roles.tokenizer.engine_client import EngineClient
 from roles.tokenizer.front_state import STARTING, FrontSettings, FrontState
 from roles.tokenizer.metrics import ServingMetrics
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
+from roles.tokenizer.tokenizer_facts import tokenizer_facts
 from runtime_context import get_context, get_http, get_model, get_tokenizer
 from runtime_context.collectors import resolve_collector_class
 from runtime_context.inspect_report import live_entry
@@ -54,10 +55,11 @@ def bind_listener(host: str, port: int) -> socket.socket:
 class ControlChannel:
     """The asyncio side of the control socket: answers inspect, relays /roles queries, starts draining."""
 
-    def __init__(self, link: ChildLink, state: FrontState, server: uvicorn.Server):
+    def __init__(self, link: ChildLink, state: FrontState, server: uvicorn.Server, facts: list[dict]):
         self.link = link
         self.state = state
         self.server = server
+        self.facts = facts  # what inspect shows of the tokenizer beside the settings
         self.socket = zmq.asyncio.Socket.from_socket(link.control)
         self.pending: dict[int, asyncio.Future] = {}
         self._ids = itertools.count(1)
@@ -76,7 +78,7 @@ class ControlChannel:
         while True:
             message = self.link.frames.decode(control_decoder, await self.socket.recv())
             if isinstance(message, InspectQuery):
-                entry = live_entry(get_context(), instance=self.link.spec.instance)
+                entry = live_entry(get_context(), self.link.spec.instance, {"tokenizer": self.facts})
                 await self.socket.send(encode(InspectReply(message.query_id, json.dumps([entry]))))
             elif isinstance(message, InspectReply):
                 future = self.pending.get(message.query_id)
@@ -110,8 +112,8 @@ async def note_worker_metrics(state: FrontState) -> None:
 
 
 async def serve(link: ChildLink) -> None:
-    model, http = get_model(), get_http()
-    tokenizer = load_text_tokenizer(model.path, get_tokenizer().chat_template)
+    model, http, chat_template = get_model(), get_http(), get_tokenizer().chat_template
+    tokenizer = load_text_tokenizer(model.path, chat_template)
     context = zmq.asyncio.Context.shadow(link.zmq_context.underlying)
     client = EngineClient(link.endpoints, link.spec.instance, context)
     settings = FrontSettings.from_context()
@@ -128,7 +130,7 @@ async def serve(link: ChildLink) -> None:
     )
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # the launcher owns signals
-    control = ControlChannel(link, state, server)
+    control = ControlChannel(link, state, server, tokenizer_facts(model.path, chat_template))
     state.inspect = control.inspect_all
     loops = [client.receive_forever(), control.run(), control.heartbeat(), note_worker_metrics(state)]
     if state.embed_client is not None:

@@ -1,4 +1,5 @@
 import json
+import re
 
 from serve_command import run_serve
 
@@ -45,3 +46,25 @@ def test_inspect_in_record_mode_shows_every_namespace():
 def test_inspect_unknown_role_is_a_usage_error():
     result = run_serve("roles", "inspect", "--role", "frontend")
     assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+def test_inspect_shows_what_the_tokenizer_serves_and_where_the_template_comes_from(tmp_path):
+    template = tmp_path / "chat.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    result = run_serve(
+        "roles", "inspect", "--role", "tokenizer", "--set", f"tokenizer.chat_template={template}"
+    )
+    assert result.returncode == 0, result.stderr
+    leaf = rf"tokenizer\.chat_template +{re.escape(str(template))} +cli --set tokenizer\.chat_template"
+    assert re.search(leaf, result.stdout), result.stdout
+    rows = result.stdout.split("   tokenizer:\n", 1)[1]
+    assert re.search(r"kind +gpt2 \(byte-level BPE\) +/\S+SmolLM2\S+\.gguf: tokenizer\.ggml\.model", rows)
+    assert re.search(r"pre_tokenizer +smollm +\S+: tokenizer\.ggml\.pre", rows)
+    assert re.search(r"vocab_size +49152 ", rows)
+    assert re.search(
+        rf"chat_template +from the setting tokenizer\.chat_template +tokenizer\.chat_template file {template}",
+        rows,
+    )
+    json_result = run_serve("roles", "inspect", "--format", "json")
+    processes = json.loads(json_result.stdout)["processes"]
+    assert [p["role"] for p in processes if "tokenizer" in p["facts"]] == ["tokenizer"]
