@@ -159,3 +159,9 @@ def test_template_helpers_bos_eos_and_raise_exception():
 def test_template_sandbox_blocks_attribute_escape():
     with pytest.raises(ChatTemplateError):
         render_chat_template("{{ messages.__class__.__mro__[1].__subclasses__() }}", [])
+
+
+def test_encode_without_offsets_gives_the_same_ids(smollm2_pair):
+    ours, _ = smollm2_pair
+    for text in CORPUS:
+        assert ours.encode(text) == ours.tokenizer.encode(text).ids
