@@ -1,0 +1,149 @@
+"""Tokens/s of our GGUF tokenizers against llama.cpp's own (`llama-tokenize`), on the same vocabulary files
+and the same 1 MiB multilingual text; and whether the two give the same ids over the whole text.
+
+The vocabularies are those of llama.cpp's tokenizer suite (`make venv` unpacks them into
+.cache/llama-cpp-tests/models): byte-level BPE (Llama 3, Qwen 2, DeepSeek LLM, Command-R), SentencePiece
+(Llama 2, Phi-3) and Gemma 4's raw-UTF-8 BPE. The text is seeded: sentences in twelve scripts, code, numbers
+and emoji, plus as many invented words, so that neither side lives off repeated words.
+
+Ours: `Tokenizer.encode` in this process, as the tokenizer role calls it (one thread, no BOS, special tokens
+as text), best of --repeat. llama.cpp: `llama-tokenize -f text --ids --no-bos --no-escape`, best of --repeat,
+minus the best time of the same command on a one-character file (process start and vocabulary load); both
+include their own vocabulary cache, neither its load. Run it alone on the machine:
+
+    flock /work/refs/bench.lock .venv/bin/python bench/tokenizer.py --llama-tokenize PATH/llama-tokenize
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from roles.model_files.gguf_tokenizer import gguf_tokenizer_kind, tokenizer_from_gguf  # noqa: E402
+from roles.model_files.tokenizer_metadata import read_tokenizer_metadata  # noqa: E402
+
+MODELS = pathlib.Path(__file__).resolve().parent.parent / ".cache" / "llama-cpp-tests" / "models"
+VOCABS = ("llama-bpe", "qwen2", "deepseek-llm", "command-r", "llama-spm", "phi-3", "gemma-4")
+SENTENCES = (
+    "The quick brown fox jumps over the lazy dog while 42 people watch in silence.",
+    "It's a well-known fact that they'll arrive at 9:30, won't they? I'd say so.",
+    "Die Straße in München ist 1,5 km lang; Grüße aus Köln und Zürich!",
+    "Le café coûte 3,20 € à Paris — c'est déjà trop cher, n'est-ce pas ?",
+    "El niño comió una piña en la montaña, ¿verdad? ¡Qué día!",
+    "Москва — столица России, а Санкт-Петербург — её культурный центр.",
+    "我想在苹果公司工作，因为那里的技术非常先进。今天天气很好。",
+    "東京は日本の首都です。ひらがなとカタカナと漢字を使います。",
+    "한국어는 세종대왕이 만든 한글로 씁니다. 서울은 큰 도시입니다.",
+    "اللغة العربية جميلة جدا، وهي لغة القرآن الكريم.",
+    "हिन्दी भारत की एक प्रमुख भाषा है और इसे देवनागरी में लिखा जाता है।",
+    "Η Αθήνα είναι η πρωτεύουσα της Ελλάδας και έχει μακρά ιστορία.",
+    "Tiếng Việt có nhiều dấu thanh: sắc, huyền, hỏi, ngã, nặng.",
+    "def tokenize(text: str) -> list[int]:\n    return [ord(c) for c in text if c.isalnum()]\n",
+    'for (int i = 0; i < n; ++i) { sum += x[i] * 0.5f; }  // {"key": [1, 2, 3]}',
+    "Emoji 🚀🙂👩\u200d💻🇫🇷 and ✅ mixed with 12345678901234 digits.\n\n\t  indented   spaces",
+)
+SYLLABLES = (
+    ("ka", "re", "mi", "to", "shu", "lan", "ber", "qui", "vo", "str", "ing", "tion", "ö", "ç", "ñ"),
+    ("ра", "ко", "ли", "мы", "ств", "ож", "ен", "ий"),
+    ("的", "是", "在", "人", "有", "大", "中", "国", "年", "学"),
+    ("か", "き", "く", "け", "こ", "ア", "イ", "ウ", "ン", "語"),
+    ("가", "나", "다", "라", "마", "한", "국", "어"),
+    ("ب", "ت", "ث", "ج", "ح", "خ", "د", "ر", "س"),
+)
+
+
+def make_text(size: int = 2**20, seed: int = 25) -> str:
+    rng = random.Random(seed)
+    parts, length = [], 0
+    while length < size:
+        if rng.random() < 0.5:
+            piece = rng.choice(SENTENCES)
+        else:
+            script = rng.choice(SYLLABLES)
+            words = [
+                "".join(rng.choice(script) for _ in range(rng.randint(1, 4)))
+                for _ in range(rng.randint(3, 12))
+            ]
+            piece = " ".join(words) + rng.choice((". ", ", ", "! ", "\n", f" {rng.randint(0, 10**6)} "))
+        parts.append(piece + rng.choice((" ", " ", "\n", "  ")))
+        length += len(parts[-1].encode())
+    return "".join(parts).encode()[:size].decode(errors="ignore")
+
+
+def encode(tokenizer, text: str) -> list[int]:
+    """As TextTokenizer.encode: ids only, no offsets."""
+    return tokenizer.encode_batch_fast([text], add_special_tokens=False)[0].ids
+
+
+def best_seconds(repeat: int, run, *args) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run(*args)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def run_llama_tokenize(binary: str, vocab: pathlib.Path, text_file: pathlib.Path) -> str:
+    command = [binary, "-m", str(vocab), "-f", str(text_file), "--ids", "--no-bos", "--no-escape"]
+    return subprocess.run([*command, "--log-disable"], capture_output=True, text=True, check=True).stdout
+
+
+def llama_tokenize(binary: str, vocab: pathlib.Path, text_file: pathlib.Path) -> list[int]:
+    return json.loads(run_llama_tokenize(binary, vocab, text_file).strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--llama-tokenize", help="llama.cpp's llama-tokenize (without it, ours alone)")
+    parser.add_argument("--vocabs", nargs="+", default=VOCABS)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    text = make_text()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="tokenizer-bench-"))
+    text_file, one_char = work / "text.txt", work / "one.txt"
+    text_file.write_text(text, encoding="utf-8")
+    one_char.write_text("a", encoding="utf-8")
+    print(f"text: {len(text.encode()):,} bytes, {len(text):,} characters")
+    print(
+        f"{'vocabulary':<14} {'kind':<32} {'tokens':>8} {'ours tok/s':>12} {'llama.cpp tok/s':>16} {'ratio':>6}  ids"
+    )
+    for name in args.vocabs:
+        path = MODELS / f"ggml-vocab-{name}.gguf"
+        if not path.is_file():
+            sys.exit(f"{path} is missing: `make venv` unpacks llama.cpp's tokenizer suite")
+        meta = read_tokenizer_metadata(path)
+        kind = gguf_tokenizer_kind(meta, path)
+        tokenizer = tokenizer_from_gguf(meta, path)
+        tokenizer.encode_special_tokens = True  # as llama-tokenize without --parse-special
+        ids = encode(tokenizer, text)
+        ours = len(ids) / best_seconds(args.repeat, encode, tokenizer, text)
+        theirs, same = float("nan"), "-"
+        if args.llama_tokenize:
+            reference = llama_tokenize(args.llama_tokenize, path, text_file)
+            start = best_seconds(args.repeat, run_llama_tokenize, args.llama_tokenize, path, one_char)
+            whole = best_seconds(args.repeat, run_llama_tokenize, args.llama_tokenize, path, text_file)
+            theirs = len(reference) / max(whole - start, 1e-9)
+            first = next((i for i, (a, b) in enumerate(zip(ids, reference, strict=False)) if a != b), None)
+            if first is None and len(ids) == len(reference):
+                same = "identical"
+            else:
+                same = f"differ from token {first if first is not None else min(len(ids), len(reference))}"
+        kind_name = f"{kind.model}/{kind.pre or 'spm'}"
+        print(
+            f"{name:<14} {kind_name:<32} {len(ids):>8,} {ours:>12,.0f} {theirs:>16,.0f} {ours / theirs:>6.2f}  {same}"
+        )
+
+
+if __name__ == "__main__":
+    main()
