@@ -73,3 +73,45 @@ def test_encoder_vocabularies_are_refused_by_name(name):
         Exception, match=r"tokenizer\.ggml\.model = '(bert|t5)' is not supported \(supported: "
     ):
         gguf_tokenizer_kind(read_tokenizer_metadata(path), path)
+
+
+# As served: special tokens in the text parsed, BOS as the file (or llama.cpp's default) says. The ids are
+# llama.cpp's (llama-tokenize of the pinned version, which parses special tokens by default): BOS is added
+# even before a text that starts with BOS, Phi-3's special tokens eat the whitespace after them, a text
+# after a special token gets SentencePiece's leading space.
+SERVED = {
+    "llama-bpe": (
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n",
+        [128000, 128000, 128006, 882, 128007, 271, 13347, 1070, 128009, 128006, 78191, 128007, 271],
+    ),
+    "qwen2": (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi  there<|im_end|>\n<|im_start|>assistant\n",
+        [151644, 8948, 198, 3430, 9814, 13, 151645, 198, 151644, 872, 198, 21018, 220, 1052, 151645, 198]
+        + [151644, 77091, 198],
+    ),
+    "llama-spm": (
+        "<s>[INST] Hello there [/INST] Sure</s><s>[INST]  again [/INST]",
+        [1, 1, 518, 25580, 29962, 15043, 727, 518, 29914, 25580, 29962, 18585, 2, 1, 518, 25580, 29962, 29871]
+        + [1449, 518, 29914, 25580, 29962],
+    ),
+    "phi-3": (
+        "<|user|>\nHi there<|end|>\n<|assistant|>\n Sure <|end|> x</s> y",
+        [1, 32010, 6324, 727, 32007, 32001, 18585, 29871, 32007, 921, 2, 343],
+    ),
+    "gemma-4": (
+        "<bos><|turn>user\nHi there<turn|>\n<|turn>model\n",
+        [2, 2, 105, 2364, 107, 10979, 993, 106, 107, 105, 4368, 107],
+    ),
+    "command-r": (
+        "<BOS_TOKEN><|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi<|END_OF_TURN_TOKEN|>",
+        [5, 5, 255000, 255006, 37535, 255001],
+    ),
+    "mpt": ("a<|endoftext|>  b", [66, 0, 50276, 67]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVED))
+def test_served_text_with_special_tokens_gives_llama_cpp_ids(name):
+    text, ids = SERVED[name]
+    assert suite_tokenizer(name).encode(text).ids == ids
