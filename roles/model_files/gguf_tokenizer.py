@@ -160,6 +160,16 @@ def tokenizer_from_gguf(meta: TokenizerMetadata, source: pathlib.Path) -> Tokeni
     return tokenizer
 
 
+def verbatim_tokens(meta: TokenizerMetadata, tokenizer: Tokenizer) -> dict[int, str]:
+    """User-defined tokens the decoder would change, by id: llama.cpp shows them as they are written (DeepSeek's
+    vocabularies hold "ö" and the like as user-defined tokens, which GPT-2's byte alphabet reads as one byte)."""
+    return {
+        index: meta.tokens[index]
+        for index, kind in enumerate(meta.token_types)
+        if kind == USER_DEFINED and tokenizer.decode([index], skip_special_tokens=False) != meta.tokens[index]
+    }
+
+
 def token_text(meta: TokenizerMetadata, index: int | None) -> str | None:
     """The text of token ``index`` (None when the GGUF names no such token)."""
     return meta.token_text(index)

@@ -6,7 +6,7 @@ import pathlib
 
 from tokenizers import Tokenizer
 
-from roles.model_files.gguf_tokenizer import tokenizer_from_gguf
+from roles.model_files.gguf_tokenizer import tokenizer_from_gguf, verbatim_tokens
 from roles.model_files.hf_tokenizer import folder_tokenizer, read_json, special_tokens
 from roles.model_files.model_path import is_gguf, resolve_model_path
 from roles.model_files.tokenizer_metadata import read_tokenizer_metadata
@@ -28,8 +28,10 @@ class TextTokenizer:
         special_tokens: dict[str, str],
         eos_token_ids: frozenset[int],
         templates: ChatTemplates,
+        verbatim: dict[int, str] | None = None,
     ):
         self.tokenizer = tokenizer
+        self.verbatim = verbatim or {}  # token id -> text shown as written, not through the decoder
         self.special_tokens = special_tokens  # bos_token, eos_token, ... -> text, as templates see them
         self.bos_token = special_tokens.get("bos_token")
         self.eos_token = special_tokens.get("eos_token")
@@ -53,11 +55,13 @@ class TextTokenizer:
             "pad_token": meta.pad_token_id,
         }
         special = {name: meta.token_text(i) for name, i in ids.items() if meta.token_text(i) is not None}
+        tokenizer = tokenizer_from_gguf(meta, path)
         return cls(
-            tokenizer_from_gguf(meta, path),
+            tokenizer,
             special,
             meta.end_of_generation_ids(),
             templates or gguf_templates(meta.chat_template, meta.named_chat_templates, path),
+            verbatim_tokens(meta, tokenizer),
         )
 
     @classmethod
@@ -89,7 +93,18 @@ class TextTokenizer:
         return self.tokenizer.encode_batch_fast([text], add_special_tokens=add_special_tokens)[0].ids
 
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
+        ids = list(ids)
+        if not self.verbatim or self.verbatim.keys().isdisjoint(ids):
+            return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+        pieces, run = [], []
+        for token_id in [*ids, None]:  # runs of ordinary tokens decoded whole, verbatim tokens as written
+            if token_id is not None and token_id not in self.verbatim:
+                run.append(token_id)
+                continue
+            pieces.append(self.tokenizer.decode(run, skip_special_tokens=skip_special_tokens) if run else "")
+            pieces.append("" if token_id is None else self.verbatim[token_id])
+            run = []
+        return "".join(pieces)
 
     def chat_template_for(self, offers_tools: bool) -> tuple[str | None, str]:
         """(template, where it came from) for a conversation with or without tools."""

@@ -8,6 +8,8 @@ import pytest
 
 from roles.model_files.gguf_tokenizer import gguf_tokenizer_kind
 from roles.model_files.tokenizer_metadata import read_tokenizer_metadata
+from roles.tokenizer.detokenizer import IncrementalDetokenizer
+from roles.tokenizer.text_tokenizer import TextTokenizer
 from tests.llama_cpp_suite import (
     MODELS,
     OTHER_VOCABS,
@@ -115,3 +117,15 @@ SERVED = {
 def test_served_text_with_special_tokens_gives_llama_cpp_ids(name):
     text, ids = SERVED[name]
     assert suite_tokenizer(name).encode(text).ids == ids
+
+
+@pytest.mark.parametrize("name", ["deepseek-llm", "deepseek-coder"])
+def test_user_defined_tokens_read_as_written(name):
+    """DeepSeek's vocabularies hold "ö", "ÿ", ... as user-defined tokens: llama.cpp matches them in the text
+    and shows them as written, not as the one byte GPT-2's alphabet makes of them."""
+    tokenizer = TextTokenizer.from_gguf(vocab_path(name))
+    ids = tokenizer.encode("wörld ÿ", add_special_tokens=False)
+    assert [tokenizer.tokenizer.id_to_token(i) for i in ids][1] == "ö"
+    assert tokenizer.decode(ids) == "wörld ÿ"
+    detokenizer = IncrementalDetokenizer(tokenizer)
+    assert "".join(detokenizer.push(i) for i in ids) + detokenizer.flush() == "wörld ÿ"
