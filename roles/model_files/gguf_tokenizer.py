@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import pathlib
+import re
 from dataclasses import dataclass
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
@@ -28,6 +29,8 @@ from roles.model_files.sentencepiece_merges import sentencepiece_merges
 from roles.model_files.tokenizer_metadata import CONTROL, UNKNOWN, USER_DEFINED, TokenizerMetadata
 
 SPACE = "\u2581"  # SentencePiece's visible space
+# A token with a space marker right after another character: one that can join two words.
+_JOINS_WORDS = re.compile(f"[^{SPACE}]{SPACE}")
 SUPPORTED_MODELS = ("gpt2", "llama", "gemma4")
 _KIND_NAMES = {
     "gpt2": "byte-level BPE",
@@ -111,6 +114,12 @@ def _sentencepiece_bpe(meta: TokenizerMetadata, source: pathlib.Path) -> Tokeniz
         decoding.append(decoders.Strip(" ", 1, 0))
     tokenizer.normalizer = normalizers.Sequence(spaces)
     tokenizer.decoder = decoders.Sequence(decoding)
+    if not any(_JOINS_WORDS.search(token) for token in meta.tokens):
+        # No merge can join across the start of a word then, so each word is merged alone: the same ids as
+        # merging the whole text at once, a quarter faster (and the model's word cache can serve).
+        tokenizer.pre_tokenizer = pre_tokenizers.Split(
+            Regex(f"{SPACE}*[^{SPACE}]+|{SPACE}+"), behavior="isolated"
+        )
     return tokenizer
 
 
