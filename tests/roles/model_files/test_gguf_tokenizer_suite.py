@@ -4,9 +4,11 @@ special tokens in the text not parsed), and its ids must decode back to the text
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from roles.model_files.gguf_tokenizer import gguf_tokenizer_kind
+from roles.model_files.gguf_tokenizer import gguf_tokenizer_kind, tokenizer_from_gguf
 from roles.model_files.tokenizer_metadata import read_tokenizer_metadata
 from roles.tokenizer.detokenizer import IncrementalDetokenizer
 from roles.tokenizer.text_tokenizer import TextTokenizer
@@ -129,3 +131,16 @@ def test_user_defined_tokens_read_as_written(name):
     assert tokenizer.decode(ids) == "wörld ÿ"
     detokenizer = IncrementalDetokenizer(tokenizer)
     assert "".join(detokenizer.push(i) for i in ids) + detokenizer.flush() == "wörld ÿ"
+
+
+def test_sentencepiece_merges_word_by_word_only_when_no_token_joins_words():
+    path = vocab_path("llama-spm")
+    meta = read_tokenizer_metadata(path)
+    assert tokenizer_from_gguf(meta, path).pre_tokenizer is not None
+    joining = dataclasses.replace(
+        meta,
+        tokens=[*meta.tokens, "a\u2581b"],
+        scores=[*meta.scores, 0.0],
+        token_types=[*meta.token_types, 1],
+    )
+    assert tokenizer_from_gguf(joining, path).pre_tokenizer is None
