@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+import transformers
 
 from roles.model_files.tokenizer_metadata import CONTROL, read_tokenizer_metadata
 from roles.tokenizer.text_tokenizer import TextTokenizer
 from tests.llama_cpp_suite import suite_tokenizer, vocab_path
-
-transformers = pytest.importorskip("transformers")
 
 TEXT = (
     "Grüße aus Zürich! Ça coûte 1234,56 € — 12345678 items.\n\n\n"

@@ -5,12 +5,11 @@ and, where the template takes tools, one that offers tools, calls one and reads 
 from __future__ import annotations
 
 import pytest
+import tokenizers
+import transformers
 
 from roles.tokenizer.chat_template import ChatTemplateError, render_chat_template
 from tests.llama_cpp_suite import TEMPLATES, required, template_path
-
-transformers = pytest.importorskip("transformers")
-tokenizers = pytest.importorskip("tokenizers")
 
 # The list: these must render exactly (file stem -> the model's bos/eos tokens).
 LISTED = {

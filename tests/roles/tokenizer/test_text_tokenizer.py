@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import transformers
 
 from roles.model_files.model_path import resolve_model_path
 from roles.tokenizer.chat_template import ChatTemplateError, render_chat_template
 from roles.tokenizer.text_tokenizer import TextTokenizer, load_text_tokenizer
 from tests.tiny_checkpoint import write_tiny_llama
-
-transformers = pytest.importorskip("transformers")
 
 CORPUS = [
     "Hello, world!",
