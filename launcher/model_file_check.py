@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from launcher.derivations import read_model_shape
+from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
 from roles.model_files.tensor_check import model_file_problems, summary
 from runtime_context.constraints import Constraint
 from runtime_context.derivation import DerivationFailed
@@ -19,11 +20,15 @@ def _problems(path: str) -> tuple[str, ...]:
 
 
 def model_file_problem(values: Mapping[str, Any]) -> str | None:
+    """A path that does not resolve, or a GGUF whose header cannot be read, is left to the derivation (or the
+    loader) that reads it, so it is reported once."""
+    path = values["model.path"]
     try:
-        read_model_shape(values["model.path"])
-    except DerivationFailed:
-        return None  # a path or header that cannot be read is reported by the derivation that reads it
-    problems = _problems(values["model.path"])
+        if is_gguf(resolve_model_path(path)):
+            read_model_shape(path)
+    except (ModelFileError, DerivationFailed):
+        return None
+    problems = _problems(path)
     return summary(list(problems)) if problems else None
 
 

@@ -1,4 +1,4 @@
-"""Where ROLESERVE_TESTS_NO_SKIP=1 (CI), a skip fails the run, but one naming a CPU's lack; elsewhere skips
+"""Where CI_NO_SKIP=1 (CI), a skip fails the run, but one naming a CPU's lack; elsewhere skips
 stay skips."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def test_missing_instructions():
 
 @pytest.mark.parametrize(("no_skip", "failed", "skipped"), [("1", 1, 1), ("0", 0, 2)])
 def test_skips_fail_where_no_skip_is_set(pytester, monkeypatch, no_skip, failed, skipped):
-    monkeypatch.setenv("ROLESERVE_TESTS_NO_SKIP", no_skip)
+    monkeypatch.setenv("CI_NO_SKIP", no_skip)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     pytester.makeconftest("from tests.conftest import pytest_collectreport, pytest_runtest_makereport\n")
     pytester.makepyfile(test_skipping=SKIPPING_TESTS)

@@ -93,6 +93,8 @@ def hf_problems(folder: pathlib.Path) -> list[str]:
 
     problems = []
     for file in sorted(folder.glob("*.safetensors")):
+        if not file.is_file():  # a pipe or device: reading it could block; the loader reports what it is
+            continue
         try:
             with safe_open(file, framework="numpy") as handle:
                 for name in handle.keys():
