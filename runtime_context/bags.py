@@ -71,7 +71,7 @@ class Bag:
 
     def __init__(self, namespace: str, leaves: Mapping[str, Any] | None, children: Mapping[str, Bag], view):
         # leaves is None for a shell: a namespace outside the projection that only carries projected
-        # sub-namespaces (e.g. expert_backup sees exec.moe but not exec).
+        # sub-namespaces (e.g. the tokenizer sees exec.moe but not exec).
         object.__setattr__(self, "_namespace", namespace)
         object.__setattr__(self, "_is_projected", leaves is not None)
         object.__setattr__(self, "_leaves", dict(leaves or {}))
