@@ -28,6 +28,9 @@
 #include <cstdint>
 #include <cstring>
 
+// The readers' methods are called once per group in the kernels' innermost loops: never a call there.
+#define RS_ALWAYS_INLINE inline __attribute__((always_inline))
+
 // ggml type ids, as GGUF files store them.
 enum {
     RS_F32 = 0,
@@ -118,16 +121,6 @@ static inline __m256i rs_bit_field(const uint8_t* p, int shift, int mask) {
     return _mm256_and_si256(_mm256_srl_epi16(bytes, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
 }
 
-// The 6-bit scale and min of sub-block j (of 8) of a Q4_K / Q5_K block's 12 packed bytes.
-static inline void rs_scale_min_k4(const uint8_t* q, int j, int* scale, int* min) {
-    if (j < 4) {
-        *scale = q[j] & 63, *min = q[j + 4] & 63;
-    } else {
-        *scale = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-        *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 // A reader of one block of a type: ``begin`` takes the block and decodes what its groups share (scales,
 // mins), ``group(j, out)`` gives group j's 32 weights (j < GROUPS). Float types read 32 values a "block".
 template <int TYPE>
@@ -137,8 +130,8 @@ template <>
 struct rs_reader<RS_F32> {
     static constexpr int GROUPS = 1, BYTES = 128;
     const float* v;
-    void begin(const uint8_t* block) { v = reinterpret_cast<const float*>(block); }
-    void group(int, __m256 out[4]) const {
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) { v = reinterpret_cast<const float*>(block); }
+    RS_ALWAYS_INLINE void group(int, __m256 out[4]) const {
         for (int i = 0; i < 4; ++i) out[i] = _mm256_loadu_ps(v + 8 * i);
     }
 };
@@ -147,8 +140,8 @@ template <>
 struct rs_reader<RS_F16> {
     static constexpr int GROUPS = 1, BYTES = 64;
     const uint8_t* v;
-    void begin(const uint8_t* block) { v = block; }
-    void group(int, __m256 out[4]) const {
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) { v = block; }
+    RS_ALWAYS_INLINE void group(int, __m256 out[4]) const {
         for (int i = 0; i < 4; ++i)
             out[i] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * i)));
     }
@@ -158,8 +151,8 @@ template <>
 struct rs_reader<RS_BF16> {
     static constexpr int GROUPS = 1, BYTES = 64;
     const uint8_t* v;
-    void begin(const uint8_t* block) { v = block; }
-    void group(int, __m256 out[4]) const {
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) { v = block; }
+    RS_ALWAYS_INLINE void group(int, __m256 out[4]) const {
         for (int i = 0; i < 4; ++i) {
             const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * i)));
             out[i] = _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
@@ -172,6 +165,26 @@ static inline __m256i rs_iq4_table() {
         _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
 }
 
+// 8 bytes at p, each widened to an int32 lane (the load is part of the conversion).
+static inline __m256i rs_load_u8x8(const uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
+static inline __m256i rs_load_i8x8(const uint8_t* p) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
+// 16 bytes of nibbles at p (weight j: low nibble of byte j; weight j + 16: its high nibble), each group of
+// 8 weights straight from memory to int32 lanes.
+static inline void rs_nibbles_to_floats(const uint8_t* p, __m256 scale, __m256 offset, __m256 out[4]) {
+    const __m256i low = _mm256_set1_epi32(0x0F);
+    const __m256i first = rs_load_u8x8(p), second = rs_load_u8x8(p + 8);
+    out[0] = rs_affine(_mm256_and_si256(first, low), scale, offset);
+    out[1] = rs_affine(_mm256_and_si256(second, low), scale, offset);
+    out[2] = rs_affine(_mm256_srli_epi32(first, 4), scale, offset);
+    out[3] = rs_affine(_mm256_srli_epi32(second, 4), scale, offset);
+}
+
 // The 32-weight types: one group a block.
 template <int TYPE>
     requires(TYPE == RS_Q4_0 || TYPE == RS_Q4_1 || TYPE == RS_Q5_0 || TYPE == RS_Q5_1 || TYPE == RS_Q8_0 ||
@@ -180,20 +193,19 @@ struct rs_reader<TYPE> {
     static constexpr int GROUPS = 1;
     static constexpr int BYTES = TYPE == RS_Q4_1 ? 20 : TYPE == RS_Q5_0 ? 22 : TYPE == RS_Q5_1 ? 24 : TYPE == RS_Q8_0 ? 34 : 18;
     const uint8_t* b;
-    void begin(const uint8_t* block) { b = block; }
-    void group(int, __m256 out[4]) const {
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) { b = block; }
+    RS_ALWAYS_INLINE void group(int, __m256 out[4]) const {
         const float d = rs_half(b);
         if constexpr (TYPE == RS_Q8_0) {
-            rs_codes_to_floats(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)), d, 0.0f, out);
-        } else if constexpr (TYPE == RS_Q4_0 || TYPE == RS_IQ4_NL) {
-            const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
-            if constexpr (TYPE == RS_Q4_0)
-                rs_codes_to_floats(codes, d, -8.0f * d, out);
-            else
-                rs_codes_to_floats(_mm256_shuffle_epi8(rs_iq4_table(), codes), d, 0.0f, out);
+            const __m256 scale = _mm256_set1_ps(d);
+            for (int i = 0; i < 4; ++i) out[i] = _mm256_mul_ps(_mm256_cvtepi32_ps(rs_load_i8x8(b + 2 + 8 * i)), scale);
+        } else if constexpr (TYPE == RS_Q4_0) {
+            rs_nibbles_to_floats(b + 2, _mm256_set1_ps(d), _mm256_set1_ps(-8.0f * d), out);
         } else if constexpr (TYPE == RS_Q4_1) {
-            const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4)));
-            rs_codes_to_floats(codes, d, rs_half(b + 2), out);
+            rs_nibbles_to_floats(b + 4, _mm256_set1_ps(d), _mm256_set1_ps(rs_half(b + 2)), out);
+        } else if constexpr (TYPE == RS_IQ4_NL) {
+            const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
+            rs_codes_to_floats(_mm256_shuffle_epi8(rs_iq4_table(), codes), d, 0.0f, out);
         } else {  // Q5_0, Q5_1
             constexpr int HIGH = TYPE == RS_Q5_0 ? 2 : 4;
             uint32_t high;
@@ -205,19 +217,46 @@ struct rs_reader<TYPE> {
     }
 };
 
+// 8 bytes -> 8 floats times d (a block's sub-scales, decoded once a block).
+static inline __m256 rs_scaled_u8x8(const uint8_t* p, float d) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(rs_load_u8x8(p)), _mm256_set1_ps(d));
+}
+
+// The six-bit scales and mins of a Q4_K / Q5_K block's 12 packed bytes, as two runs of 8 bytes:
+// out[0..7] the scales of sub-blocks 0..7, out[8..15] their mins (llama.cpp's unpacking, on 32-bit words).
+static inline void rs_unpack_k4_scales(const uint8_t* packed, uint8_t out[16]) {
+    uint32_t w[4];
+    std::memcpy(w, packed, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
+    w[3] = ((w[2] >> 4) & low4) | (((w[1] >> 6) & top2) << 4);
+    const uint32_t mins_low = w[1] & low6;
+    w[1] = (w[2] & low4) | (((w[0] >> 6) & top2) << 4);
+    w[2] = mins_low;
+    w[0] &= low6;
+    std::memcpy(out, w, 16);
+}
+
 // The 256-weight types: eight groups a block, their scales (and mins) decoded once in begin. Types whose
 // scales cover 16 weights keep two per group: [2j] for its first 16 weights, [2j + 1] for the rest.
 template <>
 struct rs_reader<RS_Q2_K> {
     static constexpr int GROUPS = 8, BYTES = 84;
     const uint8_t* b;
-    float scale[16], offset[16];
-    void begin(const uint8_t* block) {
+    alignas(32) float scale[16], offset[16];
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) {
         b = block;
-        const float d = rs_half(b + 80), dmin = rs_half(b + 82);
-        for (int i = 0; i < 16; ++i) scale[i] = d * float(b[i] & 0x0F), offset[i] = -(dmin * float(b[i] >> 4));
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+        alignas(16) uint8_t nibbles[32];
+        _mm_store_si128(reinterpret_cast<__m128i*>(nibbles), _mm_and_si128(packed, _mm_set1_epi8(0x0F)));
+        _mm_store_si128(reinterpret_cast<__m128i*>(nibbles + 16),
+                        _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)));
+        const float d = rs_half(b + 80), dmin = -rs_half(b + 82);
+        for (int i = 0; i < 2; ++i) {
+            _mm256_store_ps(scale + 8 * i, rs_scaled_u8x8(nibbles + 8 * i, d));
+            _mm256_store_ps(offset + 8 * i, rs_scaled_u8x8(nibbles + 16 + 8 * i, dmin));
+        }
     }
-    void group(int j, __m256 out[4]) const {
+    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
         const __m256i codes = rs_bit_field(b + 16 + (j / 4) * 32, 2 * (j % 4), 3);
         rs_codes_to_floats(codes, _mm256_set1_ps(scale[2 * j]), _mm256_set1_ps(offset[2 * j]),
                            _mm256_set1_ps(scale[2 * j + 1]), _mm256_set1_ps(offset[2 * j + 1]), out);
@@ -228,17 +267,27 @@ template <>
 struct rs_reader<RS_Q3_K> {
     static constexpr int GROUPS = 8, BYTES = 110;
     const uint8_t* b;
-    float scale[16];
-    void begin(const uint8_t* block) {
+    alignas(32) float scale[16];
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) {
         b = block;
-        const uint8_t* s = b + 96;
+        // 16 six-bit scales: low nibbles in bytes 0..7 (scales 0..7 low, 8..15 high nibble), their top two
+        // bits in bytes 8..11 (scale i: byte 8 + i % 4, bits 2 (i / 4)); llama.cpp's word-wise unpacking.
+        uint32_t w[3], out[4];
+        std::memcpy(w, b + 96, 12);
+        const uint32_t low4 = 0x0f0f0f0f, top2 = 0x03030303;
+        out[0] = (w[0] & low4) | ((w[2] & top2) << 4);
+        out[1] = (w[1] & low4) | (((w[2] >> 2) & top2) << 4);
+        out[2] = ((w[0] >> 4) & low4) | (((w[2] >> 4) & top2) << 4);
+        out[3] = ((w[1] >> 4) & low4) | (((w[2] >> 6) & top2) << 4);
+        alignas(16) uint8_t values[16];
+        std::memcpy(values, out, 16);
         const float d = rs_half(b + 108);
-        for (int i = 0; i < 16; ++i) {
-            const int value = ((s[i % 8] >> (4 * (i / 8))) & 0x0F) | (((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4);
-            scale[i] = d * float(value - 32);
-        }
+        const __m256i bias = _mm256_set1_epi32(32);
+        for (int i = 0; i < 2; ++i)
+            _mm256_store_ps(scale + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(rs_load_u8x8(values + 8 * i), bias)),
+                                                         _mm256_set1_ps(d)));
     }
-    void group(int j, __m256 out[4]) const {
+    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
         const __m256i low = rs_bit_field(b + 32 + (j / 4) * 32, 2 * (j % 4), 3);
         const __m256i high = rs_bit_field(b, j, 1);  // 1: no offset; 0: minus 4
         const __m256i codes =
@@ -253,20 +302,29 @@ template <int TYPE>
 struct rs_reader<TYPE> {
     static constexpr int GROUPS = 8, BYTES = TYPE == RS_Q4_K ? 144 : 176, NIBBLES = TYPE == RS_Q4_K ? 16 : 48;
     const uint8_t* b;
-    float scale[8], offset[8];
-    void begin(const uint8_t* block) {
+    alignas(32) float scale[8], offset[8];
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) {
         b = block;
-        const float d = rs_half(b), dmin = rs_half(b + 2);
-        for (int j = 0; j < 8; ++j) {
-            int sc, m;
-            rs_scale_min_k4(b + 4, j, &sc, &m);
-            scale[j] = d * float(sc), offset[j] = -(dmin * float(m));
-        }
+        alignas(16) uint8_t unpacked[16];
+        rs_unpack_k4_scales(b + 4, unpacked);
+        _mm256_store_ps(scale, rs_scaled_u8x8(unpacked, rs_half(b)));
+        _mm256_store_ps(offset, rs_scaled_u8x8(unpacked + 8, -rs_half(b + 2)));
     }
-    void group(int j, __m256 out[4]) const {
-        __m256i codes = rs_bit_field(b + NIBBLES + (j / 2) * 32, 4 * (j % 2), 0x0F);
-        if constexpr (TYPE == RS_Q5_K) codes = _mm256_or_si256(codes, _mm256_slli_epi16(rs_bit_field(b + 16, j, 1), 4));
-        rs_codes_to_floats(codes, scale[j], offset[j], out);
+    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
+        if constexpr (TYPE == RS_Q4_K) {
+            // Sub-blocks 2i and 2i + 1 share 32 bytes: the low nibbles, then the high ones.
+            const uint8_t* p = b + NIBBLES + (j / 2) * 32;
+            const __m256 s = _mm256_set1_ps(scale[j]), o = _mm256_set1_ps(offset[j]);
+            for (int i = 0; i < 4; ++i) {
+                const __m256i bytes = rs_load_u8x8(p + 8 * i);
+                const __m256i code = j % 2 ? _mm256_srli_epi32(bytes, 4) : _mm256_and_si256(bytes, _mm256_set1_epi32(0x0F));
+                out[i] = rs_affine(code, s, o);
+            }
+        } else {
+            __m256i codes = rs_bit_field(b + NIBBLES + (j / 2) * 32, 4 * (j % 2), 0x0F);
+            codes = _mm256_or_si256(codes, _mm256_slli_epi16(rs_bit_field(b + 16, j, 1), 4));
+            rs_codes_to_floats(codes, scale[j], offset[j], out);
+        }
     }
 };
 
@@ -274,14 +332,14 @@ template <>
 struct rs_reader<RS_Q6_K> {
     static constexpr int GROUPS = 8, BYTES = 210;
     const uint8_t* b;
-    float scale[16];
-    void begin(const uint8_t* block) {
+    alignas(32) float scale[16];
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) {
         b = block;
-        const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
-        const float d = rs_half(b + 208);
-        for (int i = 0; i < 16; ++i) scale[i] = d * float(scales[i]);
+        const __m256 d = _mm256_set1_ps(rs_half(b + 208));
+        for (int i = 0; i < 2; ++i)
+            _mm256_store_ps(scale + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(rs_load_i8x8(b + 192 + 8 * i)), d));
     }
-    void group(int j, __m256 out[4]) const {
+    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
         const int half = j / 4, quarter = j % 4;
         const __m256i low = rs_bit_field(b + half * 64 + (quarter % 2) * 32, 4 * (quarter / 2), 0x0F);
         const __m256i high = rs_bit_field(b + 128 + half * 32, 2 * quarter, 3);
@@ -295,16 +353,18 @@ template <>
 struct rs_reader<RS_IQ4_XS> {
     static constexpr int GROUPS = 8, BYTES = 136;
     const uint8_t* b;
-    float scale[8];
-    void begin(const uint8_t* block) {
+    alignas(32) float scale[8];
+    RS_ALWAYS_INLINE void begin(const uint8_t* block) {
         b = block;
         uint16_t high;
         std::memcpy(&high, b + 2, 2);
-        const float d = rs_half(b);
+        alignas(16) uint8_t values[8];
         for (int j = 0; j < 8; ++j)
-            scale[j] = d * float((((b[4 + j / 2] >> (4 * (j % 2))) & 0x0F) | (((high >> (2 * j)) & 3) << 4)) - 32);
+            values[j] = uint8_t(((b[4 + j / 2] >> (4 * (j % 2))) & 0x0F) | (((high >> (2 * j)) & 3) << 4));
+        _mm256_store_ps(scale, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(rs_load_u8x8(values), _mm256_set1_epi32(32))),
+                                             _mm256_set1_ps(rs_half(b))));
     }
-    void group(int j, __m256 out[4]) const {
+    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
         const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8 + 16 * j)));
         rs_codes_to_floats(_mm256_shuffle_epi8(rs_iq4_table(), codes), scale[j], 0.0f, out);
     }

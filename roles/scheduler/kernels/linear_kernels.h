@@ -59,6 +59,7 @@ static void rs_linear_tile(const rs_part& p, int64_t blocks, int64_t n0, int64_t
         for (int64_t b = 0; b < blocks; ++b) {
             R reader;
             reader.begin(row + b * R::BYTES);
+#pragma GCC unroll 8
             for (int j = 0; j < R::GROUPS; ++j) {
                 __m256 weights[4];
                 reader.group(j, weights);
@@ -95,6 +96,7 @@ static void rs_linear_single_row(const rs_part& p, int64_t blocks, int64_t n0, i
             R reader0, reader1;
             reader0.begin(row0 + b * R::BYTES);
             reader1.begin(row1 + b * R::BYTES);
+#pragma GCC unroll 8
             for (int j = 0; j < R::GROUPS; ++j) {
                 const float* xg = x + (b * R::GROUPS + j) * RS_GROUP;
                 __m256 xs[4], weights[4];
@@ -166,7 +168,8 @@ static void rs_weight_row(const rs_linear& w, int64_t row, float* out) {
             for (int64_t b = 0; b < w.k / RS_GROUP / R::GROUPS; ++b) {
                 R reader;
                 reader.begin(data + b * R::BYTES);
-                for (int j = 0; j < R::GROUPS; ++j) {
+    #pragma GCC unroll 8
+            for (int j = 0; j < R::GROUPS; ++j) {
                     __m256 weights[4];
                     reader.group(j, weights);
                     float* o = out + (b * R::GROUPS + j) * RS_GROUP;
