@@ -8,6 +8,7 @@ from typing import Any
 
 from launcher.role_list import ROLES
 from roles.model_files.weight_formats import weight_format_facts
+from roles.scheduler.kernels.isa import kernel_path_fact, path_for, paths_this_cpu_has
 from roles.tokenizer.tokenizer_facts import tokenizer_facts
 from runtime_context import ResolvedConfig, get_exec, get_model, get_tokenizer, publish
 
@@ -17,5 +18,10 @@ def offline_facts(resolved: ResolvedConfig, role: str) -> dict[str, Any]:
         return {}
     publish(resolved, role=role, projection=ROLES.named(role).projection)
     if role == "scheduler":
-        return {"weights": weight_format_facts(get_model().path, get_exec().weight_dtype)}
+        settings = get_exec()
+        path, have = path_for(settings.kernel_isa), paths_this_cpu_has()
+        return {
+            "weights": weight_format_facts(get_model().path, settings.weight_dtype),
+            "kernels": kernel_path_fact(settings.kernel_isa, settings.weight_dtype, path, have),
+        }
     return {"tokenizer": tokenizer_facts(get_model().path, get_tokenizer().chat_template)}

@@ -232,9 +232,18 @@ _declare(
     "weight_dtype",
     str,
     "auto",
-    "Weight execution format: auto (the file's own Q4/Q8 blocks on roleserve's CPU kernels), exact "
+    "Weight execution format: auto (every tensor in the file's own type on roleserve's CPU kernels), exact "
     "(float32, token-identical to transformers) or torch's weight-only int8 / int4 kernels.",
     choices=("auto", "exact", "int8", "int4"),
+)
+_declare(
+    "exec",
+    "kernel_isa",
+    str,
+    "auto",
+    "Instruction set of the CPU kernels: auto (the widest this CPU has), or one to force: avx2 (the "
+    "baseline, for comparisons and bug reports) or avx512 (F, BW, DQ, VL); one the CPU lacks is refused.",
+    choices=("auto", "avx2", "avx512"),
 )
 
 # exec.moe: what MoE routing did

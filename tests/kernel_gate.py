@@ -7,6 +7,19 @@ from __future__ import annotations
 import pytest
 
 from roles.scheduler.kernels import native
+from roles.scheduler.kernels.isa import ISA_FLAGS, missing_flags
 
 REASON = native.unavailable_reason()
 needs_kernels = pytest.mark.skipif(REASON is not None, reason=f"CPU kernels unavailable: {REASON}")
+
+
+@pytest.fixture(params=list(ISA_FLAGS))
+def kernel_isa(request):
+    """Runs the test once per instruction-set path of the kernels, on that path; a path this CPU lacks skips,
+    naming what it lacks."""
+    missing = missing_flags(request.param)
+    if missing:
+        pytest.skip(f"this CPU lacks {', '.join(missing)} (kernel path {request.param})")
+    native.select_isa(request.param)
+    yield request.param
+    native.select_isa("auto")

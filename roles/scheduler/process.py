@@ -16,7 +16,7 @@ from roles.scheduler.expert_settings import (
     reporter_from_context,
 )
 from roles.scheduler.loading.sources import model_from_sources
-from roles.scheduler.loading.weight_report import report_weight_formats
+from roles.scheduler.loading.weight_report import report_kernel_path, report_weight_formats
 from roles.scheduler.moe.placement import ExpertPlacement
 from roles.scheduler.server.scheduler_server import SchedulerServer
 from runtime_context import get_parallel
@@ -76,6 +76,7 @@ def main(link: ChildLink) -> None:
         )
     log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
     link.facts["weights"] = report_weight_formats(config.model_path, config.weight_dtype)
+    link.facts["kernels"] = report_kernel_path(config.kernel_isa, config.weight_dtype)
     if group is None:
         server = SchedulerServer(link, engine, recorder_dir_from_context())
     else:

@@ -9,6 +9,7 @@ from serve_harness import ServeProcess
 from roles.protocol import SamplingFields
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config
+from roles.scheduler.kernels.isa import path_for, paths_this_cpu_has
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 from tests.kquant_checkpoint import write_kquant_llama
 
@@ -49,5 +50,7 @@ def test_roles_shows_how_each_tensor_type_runs_and_the_scheduler_logs_it(server)
     assert rows["Q4_K"]["runs_as"] == "Q4_K blocks on the CPU kernels"
     assert rows["Q6_K"]["tensors"] == 3
     assert rows["F32"]["runs_as"] == "float32"
+    [kernels] = scheduler["facts"]["kernels"]
+    assert kernels["path"] == path_for("auto") and kernels["cpu_has"] == ", ".join(paths_this_cpu_has())
     assert "weights (exec.weight_dtype auto): BF16 x1 as BF16 blocks on the CPU kernels;" in server.output
     assert "; Q6_K x3 as Q6_K blocks on the CPU kernels;" in server.output

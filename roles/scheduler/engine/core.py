@@ -18,6 +18,7 @@ from roles.protocol import SamplingFields
 from roles.scheduler.engine.eos_ids import eos_token_ids
 from roles.scheduler.expert_stats.recorder import NoopRecorder
 from roles.scheduler.expert_stats.reporter import BalancednessReporter
+from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache.page_allocator import PageAllocator
 from roles.scheduler.kv_cache.paged_kv import KVCache
 from roles.scheduler.kv_cache.prefix_cache import PrefixCache
@@ -39,6 +40,7 @@ class EngineConfig:
 
     model_path: str
     weight_dtype: str
+    kernel_isa: str  # the CPU kernels' instruction set: auto, or a path to force
     threads: int  # 0: leave torch's thread count as it is
     max_running_requests: int
     max_queued_requests: int  # waiting beyond the running ones; past both, submit raises QueueFull
@@ -79,6 +81,8 @@ class Engine:
             )
         if config.threads:  # the one place a scheduler sets its compute threads
             torch.set_num_threads(config.threads)
+        if config.weight_dtype == "auto" and native.unavailable_reason() is None:
+            native.select_isa(config.kernel_isa)
         loaded_here = model_and_shape is None
         if loaded_here:
             from roles.scheduler.loading.from_file import load_model

@@ -18,6 +18,7 @@ def _engine_config(read: Mapping[str, Any]) -> EngineConfig:
     return EngineConfig(
         model_path=read["model.path"],
         weight_dtype=read["exec.weight_dtype"],
+        kernel_isa=read["exec.kernel_isa"],
         threads=read["exec.threads"],
         max_running_requests=read["schedule.max_running_requests"],
         max_queued_requests=read["schedule.max_queued_requests"],

@@ -1,1 +1,2 @@
-"""roleserve's native CPU kernels (C++, AVX2/FMA, OpenMP), loaded through ctypes by ``native``."""
+"""roleserve's native CPU kernels (C++ with OpenMP; an AVX2 and an AVX-512 path, chosen at run time), loaded through
+ctypes by ``native``."""

@@ -2,6 +2,9 @@
 // tensor type for any number of rows, embedding-row lookup, and one whole Llama decode step (every sequence
 // adds one token) in a single call.
 //
+// This file is compiled once per instruction set (isa_*.cpp set the target and name the entry points with
+// RS_ENTRY); dispatch.cpp exports the entry points and calls the set chosen for this CPU.
+//
 // The decode step exists because at a few rows per step the model's arithmetic takes a few milliseconds
 // while dispatching ~40 torch ops per layer from Python takes as long again; here a step is one call and
 // one OpenMP parallel region whose threads split every linear by output rows and attention by
@@ -16,6 +19,10 @@
 #include <vector>
 
 #include "linear_kernels.h"
+
+#ifndef RS_ENTRY
+#error "compile cpu_kernels.cpp through an isa_*.cpp, which names its entry points"
+#endif
 
 extern "C" {
 
@@ -50,15 +57,6 @@ struct rs_decode_batch {
     int64_t num_slots;
     float* logits;  // (B, vocab) out
 };
-
-int rs_kernels_abi_version() { return 2; }
-
-// 1 when the kernels run tensors of ggml type `type`, else 0.
-int rs_type_supported(int32_t type) {
-    int weights, bytes;
-    rs_block_layout(type, &weights, &bytes);
-    return weights > 0;
-}
 
 }  // extern "C"
 
@@ -163,13 +161,13 @@ void silu_and_multiply(const float* gate, const float* up, float* out, int64_t n
 extern "C" {
 
 // y (rows, n) = x (rows, k) @ W.T, every thread of a new parallel region taking a share of the output rows.
-void rs_linear_forward(const rs_linear* w, const float* x, int64_t rows, float* out, int32_t threads) {
+void RS_ENTRY(rs_linear_forward)(const rs_linear* w, const float* x, int64_t rows, float* out, int32_t threads) {
 #pragma omp parallel num_threads(threads)
     rs_linear_shared(*w, x, rows, w->k, out, w->n);
 }
 
 // out (count, k) = rows ids[i] of W as float32.
-void rs_weight_rows(const rs_linear* w, const int64_t* ids, int64_t count, float* out) {
+void RS_ENTRY(rs_weight_rows)(const rs_linear* w, const int64_t* ids, int64_t count, float* out) {
     for (int64_t i = 0; i < count; ++i) rs_weight_row(*w, ids[i], out + i * w->k);
 }
 
@@ -177,7 +175,7 @@ void rs_weight_rows(const rs_linear* w, const int64_t* ids, int64_t count, float
 // scratch memory could not be allocated (no exception crosses the C boundary).
 static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32_t threads);
 
-int rs_decode_step(const rs_model* model, const rs_decode_batch* batch_in, int32_t threads) {
+int RS_ENTRY(rs_decode_step)(const rs_model* model, const rs_decode_batch* batch_in, int32_t threads) {
     try {
         return decode_step(model, batch_in, threads);
     } catch (const std::bad_alloc&) {

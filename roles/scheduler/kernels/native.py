@@ -13,7 +13,9 @@ import pathlib
 
 import torch
 
-ABI_VERSION = 2
+from roles.scheduler.kernels.isa import missing_flags
+
+ABI_VERSION = 3
 GROUP = 32
 MAX_PARTS = 4
 
@@ -96,22 +98,12 @@ def _library_path() -> pathlib.Path | None:
     return None
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 @functools.lru_cache(maxsize=1)
 def _load() -> tuple[ctypes.CDLL | None, str | None]:
     """(the library with its signatures declared, None), or (None, why it cannot be used)."""
-    missing = {"avx2", "fma", "f16c"} - _cpu_flags()
+    missing = missing_flags("avx2")
     if missing:
-        return None, f"this CPU lacks {', '.join(sorted(missing))}"
+        return None, f"this CPU lacks {', '.join(missing)}"
     path = _library_path()
     if path is None:
         return None, "the kernel library is not built (reinstall roleserve: pip install -e .)"
@@ -129,6 +121,11 @@ def _load() -> tuple[ctypes.CDLL | None, str | None]:
     lib.rs_decode_step.restype = ctypes.c_int
     lib.rs_type_supported.argtypes = [ctypes.c_int32]
     lib.rs_type_supported.restype = ctypes.c_int
+    for name in ("rs_isa_available", "rs_select_isa"):
+        getattr(lib, name).argtypes = [ctypes.c_int32]
+        getattr(lib, name).restype = ctypes.c_int
+    lib.rs_isa_name.argtypes = [ctypes.c_int32]
+    lib.rs_isa_name.restype = ctypes.c_char_p
     return lib, None
 
 
@@ -156,6 +153,33 @@ def linear_view(parts: list[tuple[int, torch.Tensor]], in_features: int) -> RsLi
 
 def supports_type(type_id: int) -> bool:
     return bool(library().rs_type_supported(type_id))
+
+
+def isa_paths() -> list[str]:
+    """Every instruction-set path the library carries, narrowest first ("avx2", "avx512")."""
+    lib = library()
+    return [lib.rs_isa_name(i).decode() for i in range(lib.rs_isa_count())]
+
+
+def isa_available(name: str) -> bool:
+    """Whether this CPU has the instructions of path ``name``."""
+    return bool(library().rs_isa_available(isa_paths().index(name)))
+
+
+def selected_isa() -> str:
+    """The path the kernels run: the widest this CPU has, unless select_isa chose another."""
+    return isa_paths()[library().rs_selected_isa()]
+
+
+def select_isa(name: str) -> None:
+    """Run path ``name`` from now on (process-wide); "auto" is the widest this CPU has."""
+    paths = isa_paths()
+    if name == "auto":
+        name = next(path for path in reversed(paths) if isa_available(path))
+    if name not in paths:
+        raise ValueError(f"no kernel path {name!r} (paths: {', '.join(paths)})")
+    if library().rs_select_isa(paths.index(name)) != 0:
+        raise ValueError(f"this CPU lacks the instructions of kernel path {name!r}")
 
 
 def linear_forward(weight: RsLinear, x: torch.Tensor) -> torch.Tensor:

@@ -1,11 +1,14 @@
 """How this scheduler runs its model's weights: one log line per tensor type, a warning naming every tensor on
-a slower path and why, and the rows it states in its inspect answers (``/roles``)."""
+a slower path and why, and the rows it states in its inspect answers (``/roles``); and which instruction set
+its CPU kernels run."""
 
 from __future__ import annotations
 
 import logging
 
 from roles.model_files.weight_formats import format_rows, model_tensors, slower_tensors
+from roles.scheduler.kernels import native
+from roles.scheduler.kernels.isa import kernel_path_fact
 from roles.scheduler.loading.weight_mode import runnable_weight_dtype
 
 log = logging.getLogger("roleserve.scheduler")
@@ -27,3 +30,15 @@ def report_weight_formats(model_path: str, weight_dtype: str) -> list[dict]:
         more = f"; and {len(slower) - _NAMED} more" if len(slower) > _NAMED else ""
         log.warning("%d weight tensors run on a slower path: %s%s", len(slower), named, more)
     return [row.as_fact() for row in rows]
+
+
+def report_kernel_path(setting: str, weight_dtype: str) -> list[dict]:
+    """The scheduler's inspect row for its CPU kernels (kernel_path_fact), logged once when they run."""
+    if native.unavailable_reason() is not None:
+        return kernel_path_fact(setting, weight_dtype, None, [])
+    have = [path for path in native.isa_paths() if native.isa_available(path)]
+    if weight_dtype == "auto":
+        log.info(
+            "CPU kernels: %s (exec.kernel_isa %s; this CPU has %s)", native.selected_isa(), setting, have
+        )
+    return kernel_path_fact(setting, weight_dtype, native.selected_isa(), have)

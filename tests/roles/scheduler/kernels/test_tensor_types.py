@@ -2,7 +2,8 @@
 
 Random valid blocks (``tests.random_blocks``), for 1, 2, 8 and 33 input rows (the single-row path, the
 small tiles, whole 8-row tiles and a remainder) and 37 output rows (two 16-row work blocks and a remainder),
-as one part and stacked with parts of other types the way a K-quant file stacks Q|K|V.
+as one part and stacked with parts of other types the way a K-quant file stacks Q|K|V; on every
+instruction-set path this CPU has.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def test_the_table_matches_the_gguf_package_and_the_kernels():
 
 @pytest.mark.parametrize("type_name", SUPPORTED_NAMES)
 @pytest.mark.parametrize("rows", [1, 2, 8, 33])
-def test_a_linear_of_each_type_computes_the_reference_values(type_name, rows):
+def test_a_linear_of_each_type_computes_the_reference_values(type_name, rows, kernel_isa):
     cols = _width(type_name)
     blocks = random_rows(type_name, OUT_FEATURES, cols, seed=rows)
     weight = _reference(type_name, blocks, cols)
@@ -60,7 +61,7 @@ def test_a_linear_of_each_type_computes_the_reference_values(type_name, rows):
 
 
 @pytest.mark.parametrize("type_name", SUPPORTED_NAMES)
-def test_rows_of_each_type_are_the_reference_rows(type_name):
+def test_rows_of_each_type_are_the_reference_rows(type_name, kernel_isa):
     """The embedding lookup: exactly the reference's float32 values."""
     cols = _width(type_name)
     blocks = random_rows(type_name, OUT_FEATURES, cols, seed=7)
@@ -70,7 +71,7 @@ def test_rows_of_each_type_are_the_reference_rows(type_name):
 
 
 @pytest.mark.parametrize("rows", [1, 8, 33])
-def test_parts_of_different_types_stack_along_the_output_rows(rows):
+def test_parts_of_different_types_stack_along_the_output_rows(rows, kernel_isa):
     """Q|K|V as a Q4_K_M file holds them: Q5_0 | Q5_0 | Q8_0, and a K-quant mix Q4_K | Q6_K | BF16."""
     for types, part_rows in ((["Q5_0", "Q5_0", "Q8_0"], [24, 8, 8]), (["Q4_K", "Q6_K", "BF16"], [17, 3, 20])):
         cols = 512

@@ -57,7 +57,7 @@ def bundled_auto():
     return load_model("smollm2", weight_dtype="auto")
 
 
-def test_one_call_decode_step_equals_the_op_by_op_path_on_the_bundled_gguf(bundled_auto):
+def test_one_call_decode_step_equals_the_op_by_op_path_on_the_bundled_gguf(bundled_auto, kernel_isa):
     model, shape = bundled_auto
     native_logits, torch_logits = _native_and_torch_logits(model, shape, PROMPTS[:5], steps=12)
     for ours, theirs in zip(native_logits, torch_logits, strict=True):

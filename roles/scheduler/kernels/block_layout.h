@@ -1,0 +1,49 @@
+// The tensor types the kernels run and their block layouts: no intrinsics, so code of any instruction set
+// (the dispatcher's plain x86-64 too) can ask.
+#pragma once
+
+#include <cstdint>
+
+// ggml type ids, as GGUF files store them.
+enum {
+    RS_F32 = 0,
+    RS_F16 = 1,
+    RS_Q4_0 = 2,
+    RS_Q4_1 = 3,
+    RS_Q5_0 = 6,
+    RS_Q5_1 = 7,
+    RS_Q8_0 = 8,
+    RS_Q2_K = 10,
+    RS_Q3_K = 11,
+    RS_Q4_K = 12,
+    RS_Q5_K = 13,
+    RS_Q6_K = 14,
+    RS_IQ4_NL = 20,
+    RS_IQ4_XS = 23,
+    RS_BF16 = 30,
+};
+constexpr int RS_GROUP = 32;
+
+// (weights, bytes) per block of a type the kernels run; weights 0 for any other type.
+static inline void rs_block_layout(int type, int* weights, int* bytes) {
+    int w = 0, b = 0;
+    switch (type) {
+        case RS_F32: w = 1, b = 4; break;
+        case RS_F16: w = 1, b = 2; break;
+        case RS_BF16: w = 1, b = 2; break;
+        case RS_Q4_0: w = 32, b = 18; break;
+        case RS_Q4_1: w = 32, b = 20; break;
+        case RS_Q5_0: w = 32, b = 22; break;
+        case RS_Q5_1: w = 32, b = 24; break;
+        case RS_Q8_0: w = 32, b = 34; break;
+        case RS_IQ4_NL: w = 32, b = 18; break;
+        case RS_Q2_K: w = 256, b = 84; break;
+        case RS_Q3_K: w = 256, b = 110; break;
+        case RS_Q4_K: w = 256, b = 144; break;
+        case RS_Q5_K: w = 256, b = 176; break;
+        case RS_Q6_K: w = 256, b = 210; break;
+        case RS_IQ4_XS: w = 256, b = 136; break;
+        default: break;
+    }
+    *weights = w, *bytes = b;
+}

@@ -1,0 +1,92 @@
+// The kernels' entry points: each calls the instruction set chosen once, at load, for this CPU (the widest
+// it has), unless rs_select_isa picks another it has. Compiled for plain x86-64, so loading this library
+// never meets an instruction the CPU lacks; only the chosen set's code runs.
+#include <cstdint>
+
+#include "block_layout.h"
+
+extern "C" {
+struct rs_linear;
+struct rs_model;
+struct rs_decode_batch;
+
+void rs_linear_forward_avx2(const rs_linear*, const float*, int64_t, float*, int32_t);
+void rs_weight_rows_avx2(const rs_linear*, const int64_t*, int64_t, float*);
+int rs_decode_step_avx2(const rs_model*, const rs_decode_batch*, int32_t);
+void rs_linear_forward_avx512(const rs_linear*, const float*, int64_t, float*, int32_t);
+void rs_weight_rows_avx512(const rs_linear*, const int64_t*, int64_t, float*);
+int rs_decode_step_avx512(const rs_model*, const rs_decode_batch*, int32_t);
+}
+
+namespace {
+
+enum { RS_ISA_AVX2 = 0, RS_ISA_AVX512 = 1, RS_ISA_COUNT = 2 };
+
+struct rs_isa {
+    const char* name;
+    void (*linear_forward)(const rs_linear*, const float*, int64_t, float*, int32_t);
+    void (*weight_rows)(const rs_linear*, const int64_t*, int64_t, float*);
+    int (*decode_step)(const rs_model*, const rs_decode_batch*, int32_t);
+};
+
+const rs_isa ISAS[RS_ISA_COUNT] = {
+    {"avx2", rs_linear_forward_avx2, rs_weight_rows_avx2, rs_decode_step_avx2},
+    {"avx512", rs_linear_forward_avx512, rs_weight_rows_avx512, rs_decode_step_avx512},
+};
+
+bool cpu_has(int isa) {
+    __builtin_cpu_init();
+    const bool base = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa == RS_ISA_AVX2) return base;
+    if (isa == RS_ISA_AVX512)
+        return base && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    return false;
+}
+
+int widest() {
+    for (int isa = RS_ISA_COUNT - 1; isa > 0; --isa)
+        if (cpu_has(isa)) return isa;
+    return RS_ISA_AVX2;
+}
+
+int selected = widest();
+
+}  // namespace
+
+extern "C" {
+
+int rs_kernels_abi_version() { return 3; }
+
+// 1 when the kernels run tensors of ggml type `type`, else 0.
+int rs_type_supported(int32_t type) {
+    int weights, bytes;
+    rs_block_layout(type, &weights, &bytes);
+    return weights > 0;
+}
+
+int rs_isa_count() { return RS_ISA_COUNT; }
+const char* rs_isa_name(int32_t isa) { return isa >= 0 && isa < RS_ISA_COUNT ? ISAS[isa].name : nullptr; }
+int rs_isa_available(int32_t isa) { return isa >= 0 && isa < RS_ISA_COUNT && cpu_has(isa); }
+int rs_selected_isa() { return selected; }
+
+// Use instruction set `isa` from now on: 0, or -1 when this CPU lacks it (the choice is unchanged).
+int rs_select_isa(int32_t isa) {
+    if (!rs_isa_available(isa)) return -1;
+    selected = isa;
+    return 0;
+}
+
+void rs_linear_forward(const rs_linear* w, const float* x, int64_t rows, float* out, int32_t threads) {
+    ISAS[selected].linear_forward(w, x, rows, out, threads);
+}
+
+void rs_weight_rows(const rs_linear* w, const int64_t* ids, int64_t count, float* out) {
+    ISAS[selected].weight_rows(w, ids, count, out);
+}
+
+int rs_decode_step(const rs_model* model, const rs_decode_batch* batch, int32_t threads) {
+    return ISAS[selected].decode_step(model, batch, threads);
+}
+
+}  // extern "C"

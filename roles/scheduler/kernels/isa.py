@@ -1,0 +1,54 @@
+"""The kernels' instruction-set paths and the CPU flags each needs, read from /proc/cpuinfo: torch-free, so
+the launcher can refuse a forced path the CPU lacks before anything starts. The library itself chooses from
+CPUID (dispatch.cpp); the two agree on what each path needs."""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+
+# Narrowest first; the library's paths in the same order (native.isa_paths()).
+ISA_FLAGS = {
+    "avx2": frozenset({"avx2", "fma", "f16c"}),
+    "avx512": frozenset({"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl"}),
+}
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def missing_flags(path: str) -> list[str]:
+    """The flags of kernel path ``path`` this CPU lacks (empty when it has them all)."""
+    return sorted(ISA_FLAGS[path] - cpu_flags())
+
+
+def paths_this_cpu_has() -> list[str]:
+    return [path for path in ISA_FLAGS if not missing_flags(path)]
+
+
+def path_for(setting: str) -> str | None:
+    """The path exec.kernel_isa ``setting`` runs on this CPU (None: the kernels cannot run here)."""
+    have = paths_this_cpu_has()
+    if setting == "auto":
+        return have[-1] if have else None
+    return setting if setting in have else None
+
+
+def kernel_path_fact(setting: str, weight_dtype: str, path: str | None, have: list[str]) -> list[dict]:
+    """The scheduler's inspect row for its kernels: the path it runs and why, and the paths this CPU has.
+    Only exec.weight_dtype auto runs the kernels (exact, int8 and int4 are torch's)."""
+    if weight_dtype != "auto":
+        path, why = None, f"unused: exec.weight_dtype {weight_dtype} runs on torch"
+    elif path is None:
+        why = "unusable here: exact float32 instead"
+    else:
+        why = f"exec.kernel_isa {setting}: " + ("the widest this CPU has" if setting == "auto" else "forced")
+    return [{"path": path or "none", "chosen_by": why, "cpu_has": ", ".join(have) or "none"}]

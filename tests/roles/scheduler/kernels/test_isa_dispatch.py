@@ -1,0 +1,47 @@
+"""The kernels' instruction-set paths: the library's dispatch (CPUID) and the launcher's view (/proc/cpuinfo)
+agree on what this CPU has, auto runs the widest, a forced path runs until changed, and one this CPU lacks is
+refused without changing the choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from roles.scheduler.kernels import native
+from roles.scheduler.kernels.isa import ISA_FLAGS, missing_flags, path_for, paths_this_cpu_has
+from tests.kernel_gate import needs_kernels
+
+pytestmark = needs_kernels
+
+
+def test_the_library_carries_every_path_the_launcher_knows_in_the_same_order():
+    assert native.isa_paths() == list(ISA_FLAGS)
+
+
+@pytest.mark.parametrize("path", list(ISA_FLAGS))
+def test_cpuid_and_proc_cpuinfo_agree_on_each_path(path):
+    assert native.isa_available(path) == (not missing_flags(path))
+
+
+def test_auto_runs_the_widest_path_this_cpu_has():
+    native.select_isa("auto")
+    assert native.selected_isa() == paths_this_cpu_has()[-1] == path_for("auto")
+
+
+@pytest.mark.parametrize("path", list(ISA_FLAGS))
+def test_a_forced_path_runs_or_is_refused_where_the_cpu_lacks_it(path):
+    native.select_isa("avx2")
+    try:
+        if native.isa_available(path):
+            native.select_isa(path)
+            assert native.selected_isa() == path == path_for(path)
+        else:
+            with pytest.raises(ValueError, match=f"lacks the instructions of kernel path '{path}'"):
+                native.select_isa(path)
+            assert native.selected_isa() == "avx2" and path_for(path) is None
+    finally:
+        native.select_isa("auto")
+
+
+def test_an_unknown_path_is_refused():
+    with pytest.raises(ValueError, match="no kernel path 'sse2'"):
+        native.select_isa("sse2")
