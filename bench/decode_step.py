@@ -1,6 +1,6 @@
 """Where one decode step's time goes, per weight mode, on the default model (in process, no server).
 
-    .venv/bin/python bench/decode_step.py [--batch 1 8 32] [--context 128] [--steps 40]
+    .venv/bin/python bench/decode_step.py [--batch 1 8 32] [--context 128] [--steps 40] [--isa avx512 avx512bf16]
 
 For every batch size: the best of 7 runs of --steps identical decode steps over a --context-token
 cache, for `exact` (float32, op by op) and `auto` (one-call decode step). Then the split of one step:
@@ -38,9 +38,10 @@ def best_of(function, steps: int, repeats: int = 7) -> float:
     return best
 
 
-def decode_batch(model, shape, batch_size: int, context: int):
+def decode_batch(model, shape, batch_size: int, context: int, kernel_isa: str = "auto"):
     """An engine whose batch_size requests have `context` tokens cached, and their next decode step."""
-    engine = Engine(engine_config(kv_cache_tokens=batch_size * (context + 64)), (model, shape))
+    config = engine_config(kv_cache_tokens=batch_size * (context + 64), kernel_isa=kernel_isa)
+    engine = Engine(config, (model, shape))
     params = SamplingFields(temperature=0, max_tokens=32, ignore_eos=True)
     for i in range(batch_size):
         engine.add_request(f"r{i}", [(100 + 7 * i + j) % 20000 for j in range(context)], params)
@@ -70,22 +71,27 @@ def main() -> None:
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--context", type=int, default=128)
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--isa", nargs="+", default=["auto"], help="exec.kernel_isa values for auto")
     args = parser.parse_args()
     models = {mode: load_model("smollm2", weight_dtype=mode) for mode in ("exact", "auto")}
     print(f"threads={torch.get_num_threads()} context={args.context} tokens; ms per decode step (best of 7)")
     print(
-        f"{'batch':>5} {'exact':>8} {'auto':>8} {'speed-up':>9} {'auto: linears alone':>20} {'auto: the rest':>15}"
+        f"{'batch':>5} {'path':>10} {'exact':>8} {'auto':>8} {'speed-up':>9} {'auto: linears alone':>20}"
+        f" {'auto: the rest':>15}"
     )
     for batch_size in args.batch:
-        times = {}
-        for mode, (model, shape) in models.items():
-            engine, batch = decode_batch(model, shape, batch_size, args.context)
-            times[mode] = time_steps(model, batch, engine.kv_cache, args.steps)
-        linears = linears_alone(models["auto"][0], batch_size)
-        print(
-            f"{batch_size:>5} {times['exact'] * 1e3:8.2f} {times['auto'] * 1e3:8.2f} {times['exact'] / times['auto']:8.2f}x"
-            f" {linears * 1e3:14.2f} ({linears / times['auto']:4.0%}) {(times['auto'] - linears) * 1e3:9.2f}"
-        )
+        model, shape = models["exact"]
+        engine, batch = decode_batch(model, shape, batch_size, args.context)
+        exact = time_steps(model, batch, engine.kv_cache, args.steps)
+        for isa in args.isa:
+            model, shape = models["auto"]
+            engine, batch = decode_batch(model, shape, batch_size, args.context, isa)  # selects the path
+            auto = time_steps(model, batch, engine.kv_cache, args.steps)
+            linears = linears_alone(model, batch_size)
+            print(
+                f"{batch_size:>5} {isa:>10} {exact * 1e3:8.2f} {auto * 1e3:8.2f} {exact / auto:8.2f}x"
+                f" {linears * 1e3:14.2f} ({linears / auto:4.0%}) {(auto - linears) * 1e3:9.2f}"
+            )
     model, shape = models["exact"]
     engine, batch = decode_batch(model, shape, args.batch[0], args.context)
     with torch.inference_mode(), torch.profiler.profile() as profile:

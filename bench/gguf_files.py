@@ -55,8 +55,7 @@ def measure_roleserve(path: str, args) -> dict:
         "schedule": {"max_running_requests": slots},
         "memory": {"kv_cache_tokens": context},
     }
-    if args.threads:
-        config["exec"] = {"threads": args.threads}
+    config["exec"] = {"kernel_isa": args.kernel_isa} | ({"threads": args.threads} if args.threads else {})
     server = Server(config)
     try:
         ready = server.wait_ready()
@@ -105,6 +104,7 @@ def main() -> None:
         "--threads", type=int, default=0, help="compute threads of both (0: each its default)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kernel-isa", default="auto", help="roleserve's exec.kernel_isa")
     args = parser.parse_args()
     results = []
     for path in args.files:

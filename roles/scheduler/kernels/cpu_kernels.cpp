@@ -162,8 +162,9 @@ extern "C" {
 
 // y (rows, n) = x (rows, k) @ W.T, every thread of a new parallel region taking a share of the output rows.
 void RS_ENTRY(rs_linear_forward)(const rs_linear* w, const float* x, int64_t rows, float* out, int32_t threads) {
+    std::vector<uint16_t> scratch(rs_bf16_scratch(rows, w->k));
 #pragma omp parallel num_threads(threads)
-    rs_linear_shared(*w, x, rows, w->k, out, w->n);
+    rs_linear_shared(*w, x, rows, w->k, out, w->n, scratch.empty() ? nullptr : scratch.data());
 }
 
 // out (count, k) = rows ids[i] of W as float32.
@@ -195,6 +196,9 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
     std::vector<float> hidden(B * H), normed(B * H), qkv(B * qkv_size), attended(B * q_size), proj(B * H),
         gate_up(B * 2 * inter), act(B * inter), cos(B * half), sin(B * half),
         scores(B * int64_t(m.heads) * longest);
+    const int64_t widest = H > q_size ? (H > inter ? H : inter) : (q_size > inter ? q_size : inter);
+    std::vector<uint16_t> bf16(rs_bf16_scratch(B, widest));
+    uint16_t* const xb = bf16.empty() ? nullptr : bf16.data();
     const int64_t group = m.heads / m.kv_heads;
     for (int64_t s = 0; s < B; ++s) {
         rs_weight_row(*m.embed, batch.token_ids[s], hidden.data() + s * H);
@@ -214,7 +218,7 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
             float* v_cache = k_cache + batch.num_slots * kv_size;
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s) rms_norm_row(&hidden[s * H], layer.input_norm, H, m.eps, &normed[s * H]);
-            rs_linear_shared(layer.qkv, normed.data(), B, H, qkv.data(), qkv_size);
+            rs_linear_shared(layer.qkv, normed.data(), B, H, qkv.data(), qkv_size, xb);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s) {
                 float* row = &qkv[s * qkv_size];
@@ -228,24 +232,24 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
                     attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
                                    &scores[(s * m.heads + kvh * group) * longest],
                                    &attended[s * q_size + kvh * group * D]);
-            rs_linear_shared(layer.o, attended.data(), B, q_size, proj.data(), H);
+            rs_linear_shared(layer.o, attended.data(), B, q_size, proj.data(), H, xb);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s) {
                 for (int64_t i = 0; i < H; ++i) hidden[s * H + i] += proj[s * H + i];
                 rms_norm_row(&hidden[s * H], layer.post_norm, H, m.eps, &normed[s * H]);
             }
-            rs_linear_shared(layer.gate_up, normed.data(), B, H, gate_up.data(), 2 * inter);
+            rs_linear_shared(layer.gate_up, normed.data(), B, H, gate_up.data(), 2 * inter, xb);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s)
                 silu_and_multiply(&gate_up[s * 2 * inter], &gate_up[s * 2 * inter + inter], &act[s * inter], inter);
-            rs_linear_shared(layer.down, act.data(), B, inter, proj.data(), H);
+            rs_linear_shared(layer.down, act.data(), B, inter, proj.data(), H, xb);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s)
                 for (int64_t i = 0; i < H; ++i) hidden[s * H + i] += proj[s * H + i];
         }
 #pragma omp for schedule(static)
         for (int64_t s = 0; s < B; ++s) rms_norm_row(&hidden[s * H], m.final_norm, H, m.eps, &normed[s * H]);
-        rs_linear_shared(*m.head, normed.data(), B, H, batch.logits, m.vocab);
+        rs_linear_shared(*m.head, normed.data(), B, H, batch.logits, m.vocab, xb);
     }
     return 0;
 }

@@ -1,5 +1,5 @@
 // The kernels' entry points: each calls the instruction set chosen once, at load, for this CPU (the widest
-// it has), unless rs_select_isa picks another it has. Compiled for plain x86-64, so loading this library
+// float32 one it has), unless rs_select_isa picks another it has. Compiled for plain x86-64, so loading this library
 // never meets an instruction the CPU lacks; only the chosen set's code runs.
 #include <cstdint>
 
@@ -16,11 +16,14 @@ int rs_decode_step_avx2(const rs_model*, const rs_decode_batch*, int32_t);
 void rs_linear_forward_avx512(const rs_linear*, const float*, int64_t, float*, int32_t);
 void rs_weight_rows_avx512(const rs_linear*, const int64_t*, int64_t, float*);
 int rs_decode_step_avx512(const rs_model*, const rs_decode_batch*, int32_t);
+void rs_linear_forward_avx512bf16(const rs_linear*, const float*, int64_t, float*, int32_t);
+void rs_weight_rows_avx512bf16(const rs_linear*, const int64_t*, int64_t, float*);
+int rs_decode_step_avx512bf16(const rs_model*, const rs_decode_batch*, int32_t);
 }
 
 namespace {
 
-enum { RS_ISA_AVX2 = 0, RS_ISA_AVX512 = 1, RS_ISA_COUNT = 2 };
+enum { RS_ISA_AVX2 = 0, RS_ISA_AVX512 = 1, RS_ISA_AVX512BF16 = 2, RS_ISA_COUNT = 3 };
 
 struct rs_isa {
     const char* name;
@@ -32,20 +35,23 @@ struct rs_isa {
 const rs_isa ISAS[RS_ISA_COUNT] = {
     {"avx2", rs_linear_forward_avx2, rs_weight_rows_avx2, rs_decode_step_avx2},
     {"avx512", rs_linear_forward_avx512, rs_weight_rows_avx512, rs_decode_step_avx512},
+    {"avx512bf16", rs_linear_forward_avx512bf16, rs_weight_rows_avx512bf16, rs_decode_step_avx512bf16},
 };
 
 bool cpu_has(int isa) {
     __builtin_cpu_init();
     const bool base = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (isa == RS_ISA_AVX2) return base;
-    if (isa == RS_ISA_AVX512)
-        return base && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    const bool avx512 = base && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    if (isa == RS_ISA_AVX512) return avx512;
+    if (isa == RS_ISA_AVX512BF16) return avx512 && __builtin_cpu_supports("avx512bf16");
     return false;
 }
 
+// The widest float32 path: avx512bf16 rounds batched linears to bfloat16, so only a setting chooses it.
 int widest() {
-    for (int isa = RS_ISA_COUNT - 1; isa > 0; --isa)
+    for (int isa = RS_ISA_AVX512; isa > 0; --isa)
         if (cpu_has(isa)) return isa;
     return RS_ISA_AVX2;
 }

@@ -11,6 +11,9 @@ import pathlib
 ISA_FLAGS = {
     "avx2": frozenset({"avx2", "fma", "f16c"}),
     "avx512": frozenset({"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl"}),
+    "avx512bf16": frozenset(
+        {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"}
+    ),
 }
 
 
@@ -30,6 +33,11 @@ def missing_flags(path: str) -> list[str]:
     return sorted(ISA_FLAGS[path] - cpu_flags())
 
 
+# Paths that round to bfloat16 (batched linears): chosen only by setting, never by auto (which keeps
+# float32 sums, so batching never changes a sequence's greedy output). dispatch.cpp's widest() agrees.
+ROUNDS_TO_BF16 = frozenset({"avx512bf16"})
+
+
 def paths_this_cpu_has() -> list[str]:
     return [path for path in ISA_FLAGS if not missing_flags(path)]
 
@@ -38,7 +46,8 @@ def path_for(setting: str) -> str | None:
     """The path exec.kernel_isa ``setting`` runs on this CPU (None: the kernels cannot run here)."""
     have = paths_this_cpu_has()
     if setting == "auto":
-        return have[-1] if have else None
+        exact_sums = [path for path in have if path not in ROUNDS_TO_BF16]
+        return exact_sums[-1] if exact_sums else None
     return setting if setting in have else None
 
 
@@ -50,5 +59,5 @@ def kernel_path_fact(setting: str, weight_dtype: str, path: str | None, have: li
     elif path is None:
         why = "unusable here: exact float32 instead"
     else:
-        why = f"exec.kernel_isa {setting}: " + ("the widest this CPU has" if setting == "auto" else "forced")
+        why = f"exec.kernel_isa {setting}: " + ("the widest float32 path" if setting == "auto" else "forced")
     return [{"path": path or "none", "chosen_by": why, "cpu_has": ", ".join(have) or "none"}]

@@ -1,5 +1,5 @@
-// The kernels for AVX-512 (F, BW, DQ, VL) with FMA and F16C: the same code as the baseline, compiled with
-// 32 vector registers and EVEX encodings, plus the 512-bit paths written for it (#ifdef __AVX512F__).
+// The kernels for AVX-512 (F, BW, DQ, VL) with FMA and F16C: the baseline's code compiled with EVEX
+// encodings, 32 vector registers and 512-bit vectors where the compiler widens the plain loops.
 #include "isa_prelude.h"
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")
 #define RS_ENTRY(name) name##_avx512

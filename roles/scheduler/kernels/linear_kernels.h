@@ -113,12 +113,24 @@ static void rs_linear_single_row(const rs_part& p, int64_t blocks, int64_t n0, i
     if (n < n1) rs_linear_tile<TYPE, 1>(p, blocks, n, n1, x, 0, out, 0);
 }
 
-// Part rows [n0, n1) for every input row; out points at the part's first output column.
+#ifdef RS_BF16_TILES
+#include "bf16_tiles.h"
+#else
+constexpr bool RS_HAS_BF16_TILES = false;
+#endif
+
+// Part rows [n0, n1) for every input row; out points at the part's first output column. xb: null, or the
+// rows of every whole tile as bfloat16 (k apart), which those tiles then multiply (bf16_tiles.h).
 template <int TYPE>
 static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1, const float* x, int64_t rows,
-                            int64_t ldx, float* out, int64_t ldo) {
+                            int64_t ldx, const uint16_t* xb, float* out, int64_t ldo) {
     const int64_t blocks = k / RS_GROUP / rs_reader<TYPE>::GROUPS;
     int64_t r = 0;
+#ifdef RS_BF16_TILES
+    if (xb != nullptr)
+        for (; r + RS_ROW_TILE <= rows; r += RS_ROW_TILE)
+            rs_linear_tile_bf16<TYPE>(p, blocks, n0, n1, xb + r * k, k, out + r * ldo, ldo);
+#endif
     for (; r + RS_ROW_TILE <= rows; r += RS_ROW_TILE)
         rs_linear_tile<TYPE, RS_ROW_TILE>(p, blocks, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo);
     x += r * ldx, out += r * ldo;
@@ -136,25 +148,41 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
 
 // Output rows [n0, n1) of the whole linear, split at the parts' boundaries.
 static void rs_linear_range(const rs_linear& w, int64_t n0, int64_t n1, const float* x, int64_t rows, int64_t ldx,
-                            float* out, int64_t ldo) {
+                            const uint16_t* xb, float* out, int64_t ldo) {
     int64_t first = 0;
     for (int i = 0; i < w.num_parts && first < n1; first += w.parts[i].rows, ++i) {
         const rs_part& p = w.parts[i];
         const int64_t lo = n0 > first ? n0 - first : 0;
         const int64_t hi = n1 - first < p.rows ? n1 - first : p.rows;
         if (lo >= hi) continue;
-        rs_dispatch_type(p.type, [&]<int TYPE>() { rs_linear_block<TYPE>(p, w.k, lo, hi, x, rows, ldx, out + first, ldo); });
+        rs_dispatch_type(p.type, [&]<int TYPE>() { rs_linear_block<TYPE>(p, w.k, lo, hi, x, rows, ldx, xb, out + first, ldo); });
     }
 }
 
 // Work-shared over blocks of output rows: call from inside an OpenMP parallel region (every thread).
-static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo) {
+// bf16_scratch: room for rs_bf16_scratch(rows, k) bfloat16s where this path has BF16 tiles, else null.
+static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
+                             uint16_t* bf16_scratch) {
+    const uint16_t* xb = nullptr;
+#ifdef RS_BF16_TILES
+    if (bf16_scratch != nullptr && rows >= RS_ROW_TILE) {
+        const int64_t tiled = rows / RS_ROW_TILE * RS_ROW_TILE;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < tiled; ++r) rs_rows_to_bf16(x, ldx, r, r + 1, w.k, bf16_scratch);
+        xb = bf16_scratch;  // the loop's barrier: every row is converted before any tile reads it
+    }
+#endif
     const int64_t blocks = (w.n + RS_COL_BLOCK - 1) / RS_COL_BLOCK;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
         const int64_t n0 = b * RS_COL_BLOCK;
-        rs_linear_range(w, n0, n0 + RS_COL_BLOCK < w.n ? n0 + RS_COL_BLOCK : w.n, x, rows, ldx, out, ldo);
+        rs_linear_range(w, n0, n0 + RS_COL_BLOCK < w.n ? n0 + RS_COL_BLOCK : w.n, x, rows, ldx, xb, out, ldo);
     }
+}
+
+// The bfloat16 scratch rs_linear_shared needs for `rows` rows of k inputs on this path (0: none).
+static inline int64_t rs_bf16_scratch(int64_t rows, int64_t k) {
+    return RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0;
 }
 
 // Row `row` of W as float32 (an embedding lookup on a quantised table).

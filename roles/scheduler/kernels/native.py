@@ -13,10 +13,11 @@ import pathlib
 
 import torch
 
-from roles.scheduler.kernels.isa import missing_flags
+from roles.scheduler.kernels.isa import missing_flags, path_for
 
 ABI_VERSION = 3
 GROUP = 32
+ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
 
 _ptr = ctypes.c_void_p
@@ -167,15 +168,15 @@ def isa_available(name: str) -> bool:
 
 
 def selected_isa() -> str:
-    """The path the kernels run: the widest this CPU has, unless select_isa chose another."""
+    """The path the kernels run: the widest float32 path this CPU has, unless select_isa chose another."""
     return isa_paths()[library().rs_selected_isa()]
 
 
 def select_isa(name: str) -> None:
-    """Run path ``name`` from now on (process-wide); "auto" is the widest this CPU has."""
+    """Run path ``name`` from now on (process-wide); "auto" is the widest float32 path this CPU has."""
     paths = isa_paths()
     if name == "auto":
-        name = next(path for path in reversed(paths) if isa_available(path))
+        name = path_for("auto") or "avx2"
     if name not in paths:
         raise ValueError(f"no kernel path {name!r} (paths: {', '.join(paths)})")
     if library().rs_select_isa(paths.index(name)) != 0:

@@ -1,13 +1,22 @@
 """The kernels' instruction-set paths: the library's dispatch (CPUID) and the launcher's view (/proc/cpuinfo)
-agree on what this CPU has, auto runs the widest, a forced path runs until changed, and one this CPU lacks is
-refused without changing the choice."""
+agree on what this CPU has, auto runs the widest float32 path (the library's own choice at load), a forced
+path runs until changed, and one this CPU lacks is refused without changing the choice."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
 from roles.scheduler.kernels import native
-from roles.scheduler.kernels.isa import ISA_FLAGS, missing_flags, path_for, paths_this_cpu_has
+from roles.scheduler.kernels.isa import (
+    ISA_FLAGS,
+    ROUNDS_TO_BF16,
+    missing_flags,
+    path_for,
+    paths_this_cpu_has,
+)
 from tests.kernel_gate import needs_kernels
 
 pytestmark = needs_kernels
@@ -22,9 +31,17 @@ def test_cpuid_and_proc_cpuinfo_agree_on_each_path(path):
     assert native.isa_available(path) == (not missing_flags(path))
 
 
-def test_auto_runs_the_widest_path_this_cpu_has():
+def test_the_library_chooses_at_load_what_auto_chooses():
+    """In a fresh process, where nothing has selected a path yet."""
+    code = "from roles.scheduler.kernels import native; print(native.selected_isa())"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == path_for("auto")
+
+
+def test_auto_runs_the_widest_float32_path_this_cpu_has():
     native.select_isa("auto")
-    assert native.selected_isa() == paths_this_cpu_has()[-1] == path_for("auto")
+    widest = [path for path in paths_this_cpu_has() if path not in ROUNDS_TO_BF16][-1]
+    assert native.selected_isa() == widest == path_for("auto")
 
 
 @pytest.mark.parametrize("path", list(ISA_FLAGS))

@@ -3,7 +3,7 @@
 Random valid blocks (``tests.random_blocks``), for 1, 2, 8 and 33 input rows (the single-row path, the
 small tiles, whole 8-row tiles and a remainder) and 37 output rows (two 16-row work blocks and a remainder),
 as one part and stacked with parts of other types the way a K-quant file stacks Q|K|V; on every
-instruction-set path this CPU has.
+instruction-set path this CPU has (on a BF16 path, whole 8-row tiles against bfloat16-rounded operands).
 """
 
 from __future__ import annotations
@@ -35,6 +35,16 @@ def _reference(type_name: str, blocks: np.ndarray, cols: int) -> torch.Tensor:
     return torch.from_numpy(values.astype(np.float32))
 
 
+def _expected(x: torch.Tensor, weight: torch.Tensor, kernel_isa: str) -> torch.Tensor:
+    """x @ W.T in float64; on a BF16 path the rows of whole tiles multiply bfloat16-rounded inputs and weights
+    (summed in float32, so the tolerance below holds), the other rows as on every path."""
+    expected = x.double() @ weight.double().T
+    if kernel_isa.endswith("bf16"):
+        tiled = x.shape[0] // native.ROW_TILE * native.ROW_TILE
+        expected[:tiled] = x[:tiled].bfloat16().double() @ weight.bfloat16().double().T
+    return expected
+
+
 def test_the_table_matches_the_gguf_package_and_the_kernels():
     for name in SUPPORTED_NAMES:
         kind = BY_NAME[name]
@@ -55,7 +65,7 @@ def test_a_linear_of_each_type_computes_the_reference_values(type_name, rows, ke
     weight = _reference(type_name, blocks, cols)
     linear = BlockLinear(cols, [BY_NAME[type_name].type_id], [torch.from_numpy(blocks)])
     x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(rows))
-    expected = x.double() @ weight.double().T
+    expected = _expected(x, weight, kernel_isa)
     error = (linear(x).double() - expected).abs().max() / expected.abs().max()
     assert error < 1e-5, f"{type_name}: relative error {error:.2e}"
 
@@ -84,7 +94,7 @@ def test_parts_of_different_types_stack_along_the_output_rows(rows, kernel_isa):
             cols, [BY_NAME[name].type_id for name in types], [torch.from_numpy(p) for p in parts]
         )
         x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(rows))
-        expected = x.double() @ weight.double().T
+        expected = _expected(x, weight, kernel_isa)
         assert ((linear(x).double() - expected).abs().max() / expected.abs().max()) < 1e-5
         ids = torch.tensor([0, 23, 24, 31, 32, sum(part_rows) - 1])
         assert torch.equal(linear.rows(ids), weight[ids])

@@ -1,0 +1,9 @@
+// The AVX-512 kernels with BF16 dot products (AVX512_BF16: Zen 4 and later, Cooper Lake, Sapphire Rapids):
+// whole 8-row tiles of a linear multiply in bfloat16 with float32 sums (bf16_tiles.h); the rest as avx512.
+#include "isa_prelude.h"
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
+#define RS_ENTRY(name) name##_avx512bf16
+#define RS_BF16_TILES 1  // the target pragma defines no __AVX512BF16__: the paths say what they build
+namespace rs_avx512bf16 {
+#include "cpu_kernels.cpp"
+}  // namespace rs_avx512bf16
