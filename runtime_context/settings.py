@@ -440,6 +440,15 @@ _declare(
 )
 _declare(
     "launcher",
+    "stall_timeout_s",
+    float,
+    120.0,
+    "A scheduler that holds requests but completes no step this long is stuck (alive, not progressing): handled "
+    "as a dead one. Its heartbeat comes from a thread, so a long step is never taken for a stuck one.",
+    minimum=1,
+)
+_declare(
+    "launcher",
     "late_after_s",
     float,
     0.0,

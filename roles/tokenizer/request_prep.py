@@ -24,10 +24,21 @@ def check_model(state: FrontState, model: str) -> None:
         )
 
 
-def check_not_draining(state: FrontState) -> None:
-    """Admission itself is the scheduler's (it owns the queue); a draining front takes nothing new."""
+def check_not_draining(state: FrontState, role: str = "scheduler") -> None:
+    """Admission itself is the scheduler's (it owns the queue); a draining front takes nothing new, nor does
+    one whose ``role`` (scheduler or encoder) the launcher reports down or late: the request would hang."""
     if state.is_draining:
-        raise OpenAIError(503, "the server is shutting down", code="server_shutting_down")
+        why = f": {state.failure}" if state.failure else ""
+        raise OpenAIError(503, f"the server is shutting down{why}", code="server_shutting_down")
+    unavailable = state.unavailable_for(role)
+    if unavailable:
+        raise OpenAIError(
+            503,
+            f"not accepting requests: {', '.join(unavailable)}"
+            + (f" ({state.failure})" if state.failure else ""),
+            code="role_unavailable",
+            retry_after_s=1,
+        )
 
 
 async def prompt_id_lists(state: FrontState, prompt) -> list[list[int]]:

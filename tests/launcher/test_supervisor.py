@@ -205,9 +205,11 @@ def test_a_child_that_heartbeats_is_never_taken_for_hung(make_supervisor, capsys
     pid = pid_of(supervisor, "test[0]")
     watcher = SupervisingThread(supervisor)
     watcher.start()
-    first_heard = supervisor.last_heard["test[0]"]
+    first_heard = supervisor.liveness.last_heard["test[0]"]
     # Heartbeats keep arriving for several timeouts in a row while supervision goes on.
-    wait_until(lambda: supervisor.last_heard["test[0]"] > first_heard + 3, "heartbeats over 3 timeouts")
+    wait_until(
+        lambda: supervisor.liveness.last_heard["test[0]"] > first_heard + 3, "heartbeats over 3 timeouts"
+    )
     assert watcher.is_alive() and pid_of(supervisor, "test[0]") == pid
     supervisor.stop_reason = "SIGTERM"
     assert watcher.result() == 0
