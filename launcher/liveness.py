@@ -26,7 +26,10 @@ class _Progress:
 
 
 class Liveness:
-    def __init__(self, late_after_s: float, heartbeat_timeout_s: float, stall_timeout_s: float):
+    def __init__(
+        self, late_after_s: float, heartbeat_timeout_s: float, stall_timeout_s: float, clock=time.monotonic
+    ):
+        self.clock = clock
         self.late_after_s = late_after_s
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.stall_timeout_s = stall_timeout_s
@@ -34,7 +37,7 @@ class Liveness:
         self.progress: dict[str, _Progress] = {}  # child name -> its latest reported steps (roles with steps)
 
     def heard(self, name: str, message=None) -> None:
-        now = time.monotonic()
+        now = self.clock()
         self.last_heard[name] = now
         if not isinstance(message, Heartbeat) or message.num_steps is None:
             return
@@ -48,7 +51,7 @@ class Liveness:
         self.progress.pop(name, None)
 
     def silent_for(self, name: str) -> float:
-        now = time.monotonic()
+        now = self.clock()
         return now - self.last_heard.get(name, now)
 
     def is_late(self, name: str) -> bool:
@@ -57,7 +60,7 @@ class Liveness:
     def hung(self, names) -> list[tuple[str, str]]:
         """(name, why) of the children among ``names`` that are hung or stuck."""
         found = []
-        now = time.monotonic()
+        now = self.clock()
         for name in names:
             silent_s = self.silent_for(name)
             if silent_s > self.heartbeat_timeout_s:

@@ -434,8 +434,10 @@ _declare(
     "launcher",
     "heartbeat_timeout_s",
     float,
-    30.0,
-    "A ready child silent this long is hung: handled as a dead one (a model step takes a few seconds at most).",
+    10.0,
+    "A ready child silent this long is hung (stopped, or wedged in native code): handled as a dead one. The "
+    "scheduler beats from a thread every 0.25 s however long its steps take, so only a process that does not "
+    "run falls silent.",
     minimum=1,
 )
 _declare(
