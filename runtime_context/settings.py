@@ -89,6 +89,16 @@ _declare(
 _declare("tokenizer", "workers", int, 1, "Number of tokenizer (HTTP front) processes.", minimum=1, maximum=64)
 _declare(
     "tokenizer",
+    "encode_threads",
+    int,
+    2,
+    "Prompts each HTTP front tokenizes at once, each in its own thread (tokenizers releases the GIL while it "
+    "encodes, so /health and other requests never wait on a long prompt); more wait for a free thread.",
+    minimum=1,
+    maximum=64,
+)
+_declare(
+    "tokenizer",
     "default_max_tokens",
     int,
     16,

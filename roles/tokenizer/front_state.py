@@ -3,6 +3,7 @@ tokenizer, the engine client, metrics and the draining flag."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from roles.tokenizer.embed_client import EmbedClient
@@ -28,6 +29,7 @@ class FrontSettings:
     request_timeout_s: float
     max_request_bytes: int
     exports_expert_balancedness: bool  # exec.moe.expert_balancedness_report_mode prometheus or both
+    encode_threads: int  # prompts tokenized at once (tokenizer.encode_threads)
 
     @classmethod
     def from_context(cls) -> FrontSettings:
@@ -42,6 +44,7 @@ class FrontSettings:
             request_timeout_s=http.request_timeout_s,
             max_request_bytes=http.max_request_bytes,
             exports_expert_balancedness=exports_expert_balancedness_to_prometheus(),
+            encode_threads=get_tokenizer().encode_threads,
         )
 
 
@@ -63,6 +66,10 @@ class FrontState:
     failure: str | None = None  # the latest role failure the launcher reported (RoleFailed), as it said it
     num_active_http: int = 0
     created: int = 0
+    encode_pool: ThreadPoolExecutor = field(init=False)  # where prompts are tokenized, off the event loop
+
+    def __post_init__(self) -> None:
+        self.encode_pool = ThreadPoolExecutor(self.settings.encode_threads, thread_name_prefix="encode")
 
     def unavailable_for(self, role: str) -> list[str]:
         """The unavailable roles a new request for ``role`` ("scheduler" or "encoder") would wait on in vain.

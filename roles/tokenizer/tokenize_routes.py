@@ -88,7 +88,8 @@ def declare_token_bounds(app: FastAPI, vocab_size: int) -> None:
 
 
 def add_tokenize_routes(app: FastAPI, state: FrontState, responses: dict) -> None:
-    vocab_size = getattr(state.tokenizer, "vocab_size", None)
+    # An app built for its spec alone (no state: tests/docs) has no vocabulary to bound ids by.
+    vocab_size = getattr(getattr(state, "tokenizer", None), "vocab_size", None)
     if vocab_size:
         declare_token_bounds(app, vocab_size)
 
