@@ -7,24 +7,26 @@ import os
 import signal
 import sys
 import time
-from multiprocessing.process import BaseProcess
 
 import zmq
 
 from launcher.children import ChildProcesses, describe_child_exit
 from launcher.inspect_gather import InspectGatherer
+from launcher.liveness import Liveness
 from launcher.port_check import http_port_problem
 from launcher.role_list import LAUNCHER, ROLES
 from launcher.runtime_dir import make_metrics_dir, make_runtime_dir, remove_runtime_dir
 from launcher.topology import child_specs, endpoints_for, num_schedulers
 from roles.child_process import ChildSpec
 from roles.curve import stop_authenticator
+from roles.heartbeat import BEAT_SUFFIX
 from roles.protocol import (
     FrameCounter,
     Heartbeat,
     InspectQuery,
     InspectReply,
     Ready,
+    RoleFailed,
     RoleHealth,
     Shutdown,
     control_decoder,
@@ -94,7 +96,9 @@ class Supervisor:
         self.gatherer = InspectGatherer(self.control)
         self.frames = FrameCounter()
         self.ready: dict[str, Ready] = {}
-        self.last_heard: dict[str, float] = {}  # child name -> monotonic time of its latest control message
+        self.liveness = Liveness(
+            self.settings.late_after_s, self.settings.heartbeat_timeout_s, self.settings.stall_timeout_s
+        )
         self.health_sent: list[str] | None = None  # the RoleHealth the fronts were last sent
         self.stop_reason: str | None = None
 
@@ -105,13 +109,14 @@ class Supervisor:
             return
         while self.control.poll(0):
             parts = self.control.recv_multipart()
-            name = parts[0].decode(errors="replace")
+            # A child's heartbeat thread speaks on its own socket (roles/heartbeat.py), named after the child.
+            name = parts[0].decode(errors="replace").removesuffix(BEAT_SUFFIX)
             if len(parts) != 2 or name not in self.children.by_name:  # not one of our children's dealers
                 self.frames.drop()
                 continue
             sender, frame = parts
-            self.last_heard[name] = time.monotonic()
             message = self.frames.decode(control_decoder, frame)
+            self.liveness.heard(name, message)
             if isinstance(message, Ready):
                 self.on_ready(name, message)
             elif isinstance(message, InspectQuery):
@@ -119,7 +124,7 @@ class Supervisor:
             elif isinstance(message, InspectReply):
                 self.gatherer.on_reply(sender, message)
             elif isinstance(message, Heartbeat):
-                pass  # pure liveness: hearing from the child (recorded above) is all it says
+                pass  # liveness and progress: recorded above
         self.gatherer.tick()
 
     def on_ready(self, name: str, message: Ready) -> None:
@@ -129,7 +134,7 @@ class Supervisor:
                 f"resolved {self.resolved.fingerprint[:16]}: refusing to serve with mixed configuration"
             )
         self.ready[name] = message
-        self.last_heard[name] = time.monotonic()
+        self.liveness.heard(name)
         log.info("%s ready (pid %d)", name, message.pid)
         if message.role == "tokenizer":
             self.health_sent = None  # a new front starts unhealthy until told
@@ -175,28 +180,23 @@ class Supervisor:
                     spec, f"{spec.name} (pid {process.pid}) {describe_child_exit(process)}"
                 ):
                     return 1
-            for spec, process, silent_s in self.hung():
+            for name, why in self.liveness.hung(list(self.ready)):
+                spec, process = self.children.by_name[name]
                 process.kill()  # SIGKILL: a stopped process cannot act on anything gentler
                 process.join(5)
-                timeout = self.settings.heartbeat_timeout_s
-                what = (
-                    f"{spec.name} (pid {process.pid}) sent no heartbeat for {silent_s:.1f} s "
-                    f"(launcher.heartbeat_timeout_s = {timeout:g}): hung or stopped"
-                )
-                if not self.on_failure(spec, what):
+                if not self.on_failure(spec, f"{spec.name} (pid {process.pid}) {why}"):
                     return 1
         return 0
 
     def unavailable(self) -> list[str]:
         """The children requests wait on that are down (not ready) or late (silent past launcher.late_after_s)."""
-        now, late_after = time.monotonic(), self.settings.late_after_s
         names = []
         for spec, _ in self.children.by_name.values():
             if not spec.serves_requests:
                 continue
             if spec.name not in self.ready:
                 names.append(f"{spec.name} (down)")
-            elif now - self.last_heard.get(spec.name, now) > late_after:
+            elif self.liveness.is_late(spec.name):
                 names.append(f"{spec.name} (late)")
         return names
 
@@ -218,16 +218,13 @@ class Supervisor:
             for name in self.health_sent:
                 if name not in unavailable and name.endswith("(late)"):
                     log.warning("%s is heard again", name.removesuffix(" (late)"))
-        for spec, _ in self.children.alive("tokenizer"):
-            if spec.name in self.ready:
-                self.send(spec, RoleHealth(unavailable))
+        self.tell_fronts(RoleHealth(unavailable))
         self.health_sent = unavailable
 
-    def hung(self) -> list[tuple[ChildSpec, BaseProcess, float]]:
-        """The ready children silent for longer than launcher.heartbeat_timeout_s, with how long they were."""
-        now, timeout = time.monotonic(), self.settings.heartbeat_timeout_s
-        silent = [(name, now - self.last_heard.get(name, now)) for name in self.ready]
-        return [(*self.children.by_name[name], s) for name, s in silent if s > timeout]
+    def tell_fronts(self, message) -> None:
+        for spec, _ in self.children.alive("tokenizer"):
+            if spec.name in self.ready:
+                self.send(spec, message)
 
     def on_failure(self, spec: ChildSpec, what: str) -> bool:
         """A child died or hung (`what` says which): restart it under the policy, or say why everything stops.
@@ -235,7 +232,10 @@ class Supervisor:
         True when supervision goes on (it was restarted), False when the server must stop."""
         policy, max_restarts = self.settings.restart_policy, self.settings.max_restarts
         self.ready.pop(spec.name, None)
-        self.last_heard.pop(spec.name, None)
+        self.liveness.forget(spec.name)
+        if spec.serves_requests:  # its requests cannot finish: the fronts answer them now, naming it
+            self.tell_fronts(RoleFailed(spec.name, what))
+            self.report_health()  # it is down: new requests are refused from now on
         restarts = self.children.num_restarts.get(spec.name, 0)
         if spec.role == "scheduler" and self.endpoints.ep_size > 1:
             # The other ranks keep their requests and wait for it: it rejoins their group when restarted.

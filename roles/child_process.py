@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import zmq
 
 from roles.endpoints import Endpoints
+from roles.heartbeat import HEARTBEAT_EVERY_S, HeartbeatThread
 from roles.protocol import (
     FrameCounter,
     Heartbeat,
@@ -35,8 +36,6 @@ from runtime_context import ResolvedConfig, get_context, publish
 from runtime_context.inspect_report import live_entry
 
 _PR_SET_PDEATHSIG = 1
-# How often a child says it is alive: a few times within the shortest launcher.heartbeat_timeout_s (1 s).
-HEARTBEAT_EVERY_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -87,6 +86,7 @@ class ChildLink:
         # What this process built from its config, stated in its inspect answers (JSON values by name).
         self.facts: dict = {}
         self._last_heartbeat = 0.0
+        self._beat_thread: HeartbeatThread | None = None
 
     def send_ready(self) -> None:
         context = get_context()
@@ -100,11 +100,21 @@ class ChildLink:
             )
         )
 
+    def beat_from_thread(self, progress) -> None:
+        """Heartbeats from a thread from now on, with the loop's progress (roles/heartbeat.py): for a loop
+        whose turns can take longer than launcher.late_after_s. heartbeat() becomes a no-op."""
+        self._beat_thread = HeartbeatThread(
+            self.zmq_context, self.endpoints, self.spec.role, self.spec.instance, progress
+        ).start()
+
     def heartbeat(self) -> None:
         """Tell the launcher this process is alive; cheap to call every loop turn (sends once per HEARTBEAT_EVERY_S).
 
         A loop must call it at least every second or so: the launcher takes a ready child that stays silent for
-        launcher.heartbeat_timeout_s for hung, so no loop may block longer than that without calling it."""
+        launcher.late_after_s for late and launcher.heartbeat_timeout_s for hung, so no loop may block longer
+        than that without calling it (or it beats from a thread: beat_from_thread)."""
+        if self._beat_thread is not None:
+            return
         now = time.monotonic()
         if now - self._last_heartbeat >= HEARTBEAT_EVERY_S:
             self._last_heartbeat = now
@@ -146,6 +156,8 @@ def run_entry(spec: ChildSpec, endpoints: Endpoints) -> None:
     try:
         entry(link)
     finally:
+        if link._beat_thread is not None:
+            link._beat_thread.stop()
         link.control.close(linger=1000)
 
 

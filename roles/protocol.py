@@ -25,10 +25,14 @@ class Ready(msgspec.Struct, tag=True):
 
 
 class Heartbeat(msgspec.Struct, tag=True):
-    """child -> launcher, about once a second: this process is alive (load goes in LoadReport)."""
+    """child -> launcher, a few times a second: this process is alive. A role whose work comes in steps (the
+    scheduler) also says how many it has completed and how many requests it holds, so the launcher tells a
+    busy process (steps advance) from a stuck one (requests held, no step completes)."""
 
     role: str
     instance: int
+    num_steps: int | None = None  # steps completed since the process started; None: the role has no steps
+    num_unfinished: int = 0  # requests running or waiting in it
 
 
 class InspectQuery(msgspec.Struct, tag=True):
@@ -52,6 +56,14 @@ class RoleHealth(msgspec.Struct, tag=True):
     (empty: all heard from in time). /health answers 503 while any is."""
 
     unavailable: list[str]  # "scheduler[0] (late)", "dp_controller[0] (down)"
+
+
+class RoleFailed(msgspec.Struct, tag=True):
+    """Launcher -> HTTP fronts, the moment a child requests wait on died or was declared hung: the requests
+    waiting on it are answered with a 503 naming it (they cannot finish), whether it is restarted or not."""
+
+    name: str  # "scheduler[0]"
+    description: str  # "scheduler[0] (pid 41) was killed by signal SIGKILL"
 
 
 # Token ids and counts fit 32 bits; bounding them keeps every value msgpack can carry and torch can index.
@@ -162,7 +174,9 @@ class TokenEvent(msgspec.Struct, array_like=True):
     token_id: int  # -1 when the event carries no token (abort, rejection)
     logprob: float | None
     top_logprobs: list[tuple[int, float]] | None
-    finish_reason: str | None  # stop | length | abort | error (refused) | lost (its replica died)
+    finish_reason: (
+        str | None
+    )  # stop | length | abort | error (refused) | lost (its replica died) | failed (a role it waited on failed)
     error: str | None = None  # set when the scheduler refused the request
     num_cached_tokens: int | None = None  # on the first token: prompt tokens served from the prefix cache
     queue_time_s: float | None = None  # on the first token: its wait in the scheduler before first scheduled
@@ -211,6 +225,7 @@ class LoadReport(msgspec.Struct, tag=True):
     # Since the scheduler started, counted at each request's first token (as usage.cached_tokens is):
     num_prompt_tokens: int = 0  # prompt tokens of the requests that got a first token
     num_cached_prompt_tokens: int = 0  # of those, the ones the prefix cache held
+    is_full: bool = False  # it holds as many requests as it may: the next one is refused (Overloaded)
 
     @property
     def kv_usage(self) -> float:
@@ -242,7 +257,7 @@ class EncoderInfo(msgspec.Struct, tag=True):
     max_input_tokens: int
 
 
-ControlMsg = Ready | Heartbeat | InspectQuery | InspectReply | Shutdown | RoleHealth
+ControlMsg = Ready | Heartbeat | InspectQuery | InspectReply | Shutdown | RoleHealth | RoleFailed
 RequestMsg = Generate | Abort | ExpertCommand
 ResultMsg = TokenBatch | Overloaded | LoadReport | ExpertCommandReply
 EmbedChannelMsg = EmbedRequest | EmbedResult | EncoderInfo

@@ -45,13 +45,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         ),
     ),
     Constraint(
-        ("parallel.ep_timeout_s", "parallel.ep_size", "launcher.heartbeat_timeout_s"),
+        ("parallel.ep_timeout_s", "parallel.ep_size", "launcher.stall_timeout_s"),
+        lambda v: v["parallel.ep_size"] == 1 or v["parallel.ep_timeout_s"] < v["launcher.stall_timeout_s"],
         lambda v: (
-            v["parallel.ep_size"] == 1 or v["parallel.ep_timeout_s"] < v["launcher.heartbeat_timeout_s"]
-        ),
-        lambda v: (
-            f"must be shorter than launcher.heartbeat_timeout_s={v['launcher.heartbeat_timeout_s']:g}, so that "
-            f"a rank waiting for a hung one names it before both look hung; got {v['parallel.ep_timeout_s']:g}"
+            f"must be shorter than launcher.stall_timeout_s={v['launcher.stall_timeout_s']:g}: a rank waiting "
+            f"for a missing one completes no step meanwhile, and names it before it is taken for stuck itself; "
+            f"got {v['parallel.ep_timeout_s']:g}"
         ),
     ),
     Constraint(

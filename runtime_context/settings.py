@@ -89,6 +89,16 @@ _declare(
 _declare("tokenizer", "workers", int, 1, "Number of tokenizer (HTTP front) processes.", minimum=1, maximum=64)
 _declare(
     "tokenizer",
+    "encode_threads",
+    int,
+    2,
+    "Prompts each HTTP front tokenizes at once, each in its own thread (tokenizers releases the GIL while it "
+    "encodes, so /health and other requests never wait on a long prompt); more wait for a free thread.",
+    minimum=1,
+    maximum=64,
+)
+_declare(
+    "tokenizer",
     "default_max_tokens",
     int,
     16,
@@ -435,8 +445,19 @@ _declare(
     "launcher",
     "heartbeat_timeout_s",
     float,
-    30.0,
-    "A ready child silent this long is hung: handled as a dead one (a model step takes a few seconds at most).",
+    10.0,
+    "A ready child silent this long is hung (stopped, or wedged in native code): handled as a dead one. The "
+    "scheduler beats from a thread every 0.25 s however long its steps take, so only a process that does not "
+    "run falls silent.",
+    minimum=1,
+)
+_declare(
+    "launcher",
+    "stall_timeout_s",
+    float,
+    120.0,
+    "A scheduler that holds requests but completes no step this long is stuck (alive, not progressing): handled "
+    "as a dead one. Its heartbeat comes from a thread, so a long step is never taken for a stuck one.",
     minimum=1,
 )
 _declare(

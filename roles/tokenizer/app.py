@@ -45,7 +45,7 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
 
     @app.post("/v1/embeddings", responses=declared.EMBEDDINGS)
     async def embeddings(body: EmbeddingRequest):
-        check_not_draining(state)
+        check_not_draining(state, "encoder")
         return await create_embeddings(state.embed_client, body)
 
     add_tokenize_routes(app, state, declared.TOKENIZE)
@@ -74,6 +74,8 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
             )
         return {"object": "list", "data": data}
 
+    # Liveness: every process runs and makes progress. A busy scheduler is alive (its heartbeat comes from a
+    # thread), so a liveness probe never restarts a server for being loaded.
     @app.get("/health", responses=declared.HEALTH)
     async def health():
         if state.is_draining:
@@ -81,6 +83,18 @@ def create_app(state: FrontState, cors_origins: tuple[str, ...] = ()) -> FastAPI
         if state.unavailable:  # a role requests wait on is late or down, or the server is starting
             return JSONResponse({"status": "unavailable", "unavailable": state.unavailable}, 503)
         return {"status": "ok"}
+
+    # Readiness: whether this server should be sent new requests now. Also 503 while every scheduler's queue
+    # is full (a new request would be refused): a load balancer sends it elsewhere until there is room.
+    @app.get("/ready", responses=declared.READY)
+    async def ready():
+        if state.is_draining:
+            return JSONResponse({"status": "draining"}, 503)
+        if state.unavailable:
+            return JSONResponse({"status": "unavailable", "unavailable": state.unavailable}, 503)
+        if state.is_at_capacity():
+            return JSONResponse({"status": "at capacity"}, 503)
+        return {"status": "ready"}
 
     # The bare Response class: FastAPI then declares no JSON 200 and files the errors under application/json.
     @app.get("/metrics", response_class=Response, responses=declared.METRICS)

@@ -36,6 +36,12 @@ class EmbedClient:
         finally:
             self.waiting.pop(request_id, None)
 
+    def fail_all(self, error: Exception) -> None:
+        """Raise ``error`` in every request waiting for an embedding (its encoder died or hung)."""
+        for future in self.waiting.values():
+            if not future.done():
+                future.set_exception(error)
+
     async def receive_forever(self) -> None:
         while True:
             message = self.frames.decode(embed_decoder, await self.results.recv())

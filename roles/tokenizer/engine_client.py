@@ -68,6 +68,13 @@ class EngineClient:
         if self.queues.pop(request_id, None) is not None:
             await self.requests.send(encode(Abort(request_id)))
 
+    def fail_all(self, reason: str) -> None:
+        """End every request in flight with a "failed" event saying ``reason`` (its scheduler died or hung):
+        each waiting handler answers its client with a 503 naming the role, a stream with a final error event."""
+        queues, self.queues = self.queues, {}
+        for request_id, queue in queues.items():
+            queue.put_nowait(TokenEvent(request_id, -1, None, None, "failed", reason))
+
     def release(self, request_id: str) -> None:
         """Forget a request that finished normally."""
         self.queues.pop(request_id, None)

@@ -3,6 +3,7 @@ tokenizer, the engine client, metrics and the draining flag."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from roles.tokenizer.embed_client import EmbedClient
@@ -28,6 +29,7 @@ class FrontSettings:
     request_timeout_s: float
     max_request_bytes: int
     exports_expert_balancedness: bool  # exec.moe.expert_balancedness_report_mode prometheus or both
+    encode_threads: int  # prompts tokenized at once (tokenizer.encode_threads)
 
     @classmethod
     def from_context(cls) -> FrontSettings:
@@ -42,6 +44,7 @@ class FrontSettings:
             request_timeout_s=http.request_timeout_s,
             max_request_bytes=http.max_request_bytes,
             exports_expert_balancedness=exports_expert_balancedness_to_prometheus(),
+            encode_threads=get_tokenizer().encode_threads,
         )
 
 
@@ -57,10 +60,37 @@ class FrontState:
     embed_client: EmbedClient | None = None  # None when no encoder role runs
     inspect: object = None  # async callable returning the live inspect entries of every process
     is_draining: bool = False
-    # The roles requests wait on that the launcher reports late or down (RoleHealth): /health answers 503.
+    # The roles requests wait on that the launcher reports late or down (RoleHealth): /health answers 503
+    # and new requests that would wait on them are refused.
     unavailable: list[str] = field(default_factory=list)
+    failure: str | None = None  # the latest role failure the launcher reported (RoleFailed), as it said it
     num_active_http: int = 0
     created: int = 0
+    encode_pool: ThreadPoolExecutor = field(init=False)  # where prompts are tokenized, off the event loop
+
+    def __post_init__(self) -> None:
+        self.encode_pool = ThreadPoolExecutor(self.settings.encode_threads, thread_name_prefix="encode")
+
+    def unavailable_for(self, role: str) -> list[str]:
+        """The unavailable roles a new request for ``role`` ("scheduler" or "encoder") would wait on in vain.
+
+        A generation waits on the dp_controller when there is one, and on a scheduler: it is refused only when
+        every replica is unavailable (the dp_controller sends work to the others)."""
+        if STARTING in self.unavailable:
+            return [STARTING]
+        if role == "scheduler":
+            controller = [name for name in self.unavailable if name.startswith("dp_controller[")]
+            if controller:
+                return controller
+        names = [name for name in self.unavailable if name.startswith(role + "[")]
+        if role == "scheduler" and len(names) < self.client.num_schedulers:
+            return []
+        return names
+
+    def is_at_capacity(self) -> bool:
+        """Every scheduler holds as many requests as it may: a new one would be refused (Overloaded)."""
+        loads = self.client.scheduler_load.values()
+        return len(loads) >= self.client.num_schedulers and all(load.is_full for load in loads)
 
     def note_worker_metrics(self) -> None:
         """Write this worker's in-flight counts and dropped frames where every worker's scrape reads them."""

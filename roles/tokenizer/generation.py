@@ -73,11 +73,14 @@ async def start_choice(
 
 def refused(event: TokenEvent) -> None:
     """An event that ends a request without an answer, as the client's error: "error" is the scheduler
-    refusing the request (400), "lost" its replica dying with it (503, retry)."""
+    refusing the request (400), "lost" its replica dying with it and restarted (503, retry), "failed" a role it
+    waited on dying or hanging (503 naming the role)."""
     if event.finish_reason == "error":
         raise OpenAIError(400, event.error or "the scheduler rejected the request", code="invalid_value")
     if event.finish_reason == "lost":
         raise OpenAIError(503, event.error or "the scheduler lost the request", code="scheduler_restarted")
+    if event.finish_reason == "failed":
+        raise OpenAIError(503, event.error or "a role the request waited on failed", code="role_failed")
 
 
 async def start_choices(

@@ -20,8 +20,8 @@ from roles.tokenizer.request_log import attach_record, log
 from roles.tokenizer.web_page import PAGE_PATHS
 
 # Reachable without the API key: load balancers probe /health; the web page holds no data (web_page.py).
-OPEN_PATHS = {"/health", *PAGE_PATHS}
-UNLOGGED_PATHS = {"/health", "/metrics"}  # probes and scrapes would drown the request log
+OPEN_PATHS = {"/health", "/ready", *PAGE_PATHS}
+UNLOGGED_PATHS = {"/health", "/ready", "/metrics"}  # probes and scrapes would drown the request log
 
 
 UNMATCHED = "unmatched"  # the metric label of every path no route serves

@@ -116,24 +116,31 @@ TOKENIZE = _by_status(
     _GUARDED,
 )
 
+
+def _probe_503(description: str, statuses: list[str]) -> dict:
+    schema = {
+        "type": "object",
+        "required": ["status"],
+        "properties": {
+            "status": {"type": "string", "enum": statuses},
+            "unavailable": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    return {503: {"description": description, "content": {"application/json": {"schema": schema}}}}
+
+
 HEALTH = _by_status(
-    {
-        503: {
-            "description": "draining, starting, or a role requests wait on is late or down (named)",
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["status"],
-                        "properties": {
-                            "status": {"type": "string", "enum": ["draining", "unavailable"]},
-                            "unavailable": {"type": "array", "items": {"type": "string"}},
-                        },
-                    }
-                }
-            },
-        }
-    },
+    _probe_503(
+        "draining, starting, or a role requests wait on is late or down (named)", ["draining", "unavailable"]
+    ),
+    _TOO_LARGE,
+)
+READY = _by_status(
+    _probe_503(
+        "not to be sent requests now: draining, starting, a role requests wait on is late or down (named), or "
+        "every scheduler's queue is full",
+        ["draining", "unavailable", "at capacity"],
+    ),
     _TOO_LARGE,
 )
 

@@ -15,11 +15,13 @@ import uvloop
 import zmq
 import zmq.asyncio
 
-from roles.child_process import HEARTBEAT_EVERY_S, ChildLink
+from roles.child_process import ChildLink
+from roles.heartbeat import HEARTBEAT_EVERY_S
 from roles.protocol import (
     Heartbeat,
     InspectQuery,
     InspectReply,
+    RoleFailed,
     RoleHealth,
     Shutdown,
     control_decoder,
@@ -30,6 +32,7 @@ from roles.tokenizer.embed_client import EmbedClient
 from roles.tokenizer.engine_client import EngineClient
 from roles.tokenizer.front_state import STARTING, FrontSettings, FrontState
 from roles.tokenizer.metrics import ServingMetrics
+from roles.tokenizer.openai_errors import OpenAIError
 from roles.tokenizer.text_tokenizer import load_text_tokenizer
 from roles.tokenizer.tokenizer_facts import tokenizer_facts
 from runtime_context import get_context, get_http, get_model, get_tokenizer
@@ -88,13 +91,40 @@ class ControlChannel:
                 asyncio.ensure_future(self.drain(message.reason, message.drain_timeout_s))
             elif isinstance(message, RoleHealth):
                 self.state.unavailable = message.unavailable
+            elif isinstance(message, RoleFailed):
+                self.on_role_failed(message)
+
+    def on_role_failed(self, message: RoleFailed) -> None:
+        """Answer the requests that waited on the failed role now (503 naming it): they cannot finish."""
+        state = self.state
+        state.failure = message.description
+        lost = f"{message.description}; the request was lost with it"
+        if message.name.startswith("encoder["):
+            if state.embed_client is not None:
+                state.embed_client.fail_all(OpenAIError(503, lost, code="role_failed"))
+            return
+        # With several replicas behind a dp_controller, it tells which requests a restarted replica lost.
+        if message.name.startswith("dp_controller[") or state.client.num_schedulers == 1:
+            log.warning(
+                "%s: answering %d request(s) in flight with 503",
+                message.description,
+                state.client.num_in_flight,
+            )
+            state.client.fail_all(lost)
 
     async def drain(self, reason: str, timeout_s: float) -> None:
-        """/health turns 503, new requests get 503, in-flight requests finish (bounded), then exit."""
-        log.info("draining (%s): %d request(s) in flight", reason, self.state.client.num_in_flight)
-        self.state.is_draining = True
+        """/health turns 503, new requests get 503, in-flight requests finish (bounded), then exit. Those
+        still running at the deadline are answered with a 503 (a stream: an error event and [DONE])."""
+        state = self.state
+        log.info("draining (%s): %d request(s) in flight", reason, state.client.num_in_flight)
+        state.is_draining = True
         deadline = time.monotonic() + timeout_s
-        while (self.state.client.num_in_flight or self.state.num_active_http) and time.monotonic() < deadline:
+        while (state.client.num_in_flight or state.num_active_http) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if state.client.num_in_flight:
+            state.client.fail_all(f"the server shut down ({reason}) before the request finished")
+        answered_by = time.monotonic() + 2  # the handlers send those answers
+        while state.num_active_http and time.monotonic() < answered_by:
             await asyncio.sleep(0.05)
         self.server.should_exit = True
 

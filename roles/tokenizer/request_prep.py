@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import msgspec
 
@@ -24,10 +25,21 @@ def check_model(state: FrontState, model: str) -> None:
         )
 
 
-def check_not_draining(state: FrontState) -> None:
-    """Admission itself is the scheduler's (it owns the queue); a draining front takes nothing new."""
+def check_not_draining(state: FrontState, role: str = "scheduler") -> None:
+    """Admission itself is the scheduler's (it owns the queue); a draining front takes nothing new, nor does
+    one whose ``role`` (scheduler or encoder) the launcher reports down or late: the request would hang."""
     if state.is_draining:
-        raise OpenAIError(503, "the server is shutting down", code="server_shutting_down")
+        why = f": {state.failure}" if state.failure else ""
+        raise OpenAIError(503, f"the server is shutting down{why}", code="server_shutting_down")
+    unavailable = state.unavailable_for(role)
+    if unavailable:
+        raise OpenAIError(
+            503,
+            f"not accepting requests: {', '.join(unavailable)}"
+            + (f" ({state.failure})" if state.failure else ""),
+            code="role_unavailable",
+            retry_after_s=1,
+        )
 
 
 async def prompt_id_lists(state: FrontState, prompt) -> list[list[int]]:
@@ -54,8 +66,8 @@ def checked_ids(state: FrontState, ids: list[int], param: str = "prompt") -> lis
 
 
 async def encode_text(state: FrontState, text: str, param: str, add_special_tokens: bool) -> list[int]:
-    """Text to token ids, in a worker thread: a long prompt never stalls the event loop (other requests,
-    /health). Text that is not valid Unicode (a lone surrogate such as \\ud800, which JSON can carry) is
+    """Text to token ids, in one of tokenizer.encode_threads threads: a long prompt never stalls the event
+    loop (other requests, /health), as tokenizers releases the GIL while it encodes. Text that is not valid Unicode (a lone surrogate such as \\ud800, which JSON can carry) is
     a 400 naming the field."""
     try:
         text.encode("utf-8")
@@ -66,7 +78,8 @@ async def encode_text(state: FrontState, text: str, param: str, add_special_toke
             param,
             "invalid_value",
         ) from None
-    return await asyncio.to_thread(state.tokenizer.encode, text, add_special_tokens=add_special_tokens)
+    encode = functools.partial(state.tokenizer.encode, text, add_special_tokens=add_special_tokens)
+    return await asyncio.get_running_loop().run_in_executor(state.encode_pool, encode)
 
 
 async def chat_prompt_ids(

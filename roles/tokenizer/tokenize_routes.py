@@ -1,10 +1,15 @@
 """POST /tokenize and /detokenize: the served model's tokenizer, as the completion endpoints use it (a prompt,
-or chat messages through the chat template), with the same checks on input."""
+or chat messages through the chat template), with the same checks on input.
+
+The OpenAPI spec says what the handlers check: exactly one of prompt and messages (oneOf, and neither may be
+null), and token ids within the served vocabulary (declared once the app knows it: declare_token_bounds)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.openai_errors import OpenAIError
@@ -12,12 +17,30 @@ from roles.tokenizer.request_prep import chat_prompt_ids, check_model, checked_i
 from roles.tokenizer.schemas import ChatMessage
 
 
+def _absent_by_default(schema: dict) -> None:
+    """A field that may be left out but never sent as null: its schema declares no default (null)."""
+    schema.pop("default", None)
+
+
+def _whole_number(value):
+    """JSON Schema counts 3.0 as an integer, so the spec allows it: a whole float is that id (strict mode
+    refuses every other float, strings and booleans)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+TokenId = Annotated[int, BeforeValidator(_whole_number)]
+
+
 class TokenizeRequest(BaseModel):
-    model_config = ConfigDict(strict=True)  # "1" is not a token id, 0 not a boolean
+    model_config = ConfigDict(
+        strict=True,  # "1" is not a token id, 0 not a boolean
+        json_schema_extra={"oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]},
+    )
 
     model: str | None = None  # the served model's name when given
-    prompt: str | None = None
-    messages: list[ChatMessage] | None = Field(default=None, min_length=1)
+    # Exactly one of the two (the handler checks it; the spec says it with oneOf).
+    prompt: str = Field(default=None, json_schema_extra=_absent_by_default)
+    messages: list[ChatMessage] = Field(default=None, min_length=1, json_schema_extra=_absent_by_default)
     add_special_tokens: bool = True  # for a prompt (chat templates place their own)
     add_generation_prompt: bool = True  # for messages
 
@@ -32,14 +55,44 @@ class DetokenizeRequest(BaseModel):
     model_config = ConfigDict(strict=True)
 
     model: str | None = None
-    tokens: list[int]
+    tokens: list[TokenId]
 
 
 class DetokenizeResponse(BaseModel):
     prompt: str
 
 
+def declare_token_bounds(app: FastAPI, vocab_size: int) -> None:
+    """Token ids in the spec are bounded by the served vocabulary, as checked_ids bounds them: /detokenize's
+    tokens and the token-id forms of a completion prompt."""
+    build = app.openapi
+
+    def bound(schema: dict) -> None:
+        if schema.get("type") == "integer":
+            schema.update(minimum=0, maximum=vocab_size - 1)
+        for nested in (schema.get("items"), *schema.get("anyOf", ())):
+            if isinstance(nested, dict):
+                bound(nested)
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schemas = build()["components"]["schemas"]  # also kept as app.openapi_schema, edited in place
+            bound(schemas["DetokenizeRequest"]["properties"]["tokens"])
+            prompt = schemas.get("CompletionRequest", {}).get("properties", {}).get("prompt")
+            for form in prompt.get("anyOf", ()) if prompt else ():
+                if form.get("type") == "array" and form["items"].get("type") != "string":
+                    bound(form)
+        return app.openapi_schema
+
+    app.openapi = openapi
+
+
 def add_tokenize_routes(app: FastAPI, state: FrontState, responses: dict) -> None:
+    # An app built for its spec alone (no state: tests/docs) has no vocabulary to bound ids by.
+    vocab_size = getattr(getattr(state, "tokenizer", None), "vocab_size", None)
+    if vocab_size:
+        declare_token_bounds(app, vocab_size)
+
     @app.post("/tokenize", response_model=TokenizeResponse, responses=responses)
     async def tokenize(body: TokenizeRequest):
         if body.model is not None:

@@ -133,3 +133,18 @@ def test_the_kuberay_job_serves_its_configmap_with_one_worker_per_replica(tmp_pa
     env = {e["name"]: e["valueFrom"] for e in head["env"]}
     assert env["ROLESERVE_PARALLEL__BIND_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert "secretKeyRef" in env["ROLESERVE_HTTP__API_KEY"] and "api_key" not in text
+
+
+def _serving_containers() -> list[dict]:
+    """The containers that run `serve`: the Deployment's and the RayJob's head."""
+    deployment = yaml.safe_load((DEPLOY / "kubernetes" / "deployment.yaml").read_text())
+    head = _ray_documents()["RayJob"]["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]
+    return [deployment["spec"]["template"]["spec"]["containers"][0], head["spec"]["containers"][0]]
+
+
+@pytest.mark.parametrize("container", _serving_containers(), ids=["deployment", "rayjob-head"])
+def test_liveness_probes_health_and_readiness_probes_ready(container):
+    """/health is liveness (a busy server is alive); /ready also says "at capacity": a loaded server must be
+    taken out of rotation, never restarted."""
+    assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import jsonschema
 import pytest
 import schemathesis
 from schemathesis import checks
@@ -122,10 +123,10 @@ def _validate(operation, response: httpx.Response) -> None:
     operation.Case().validate_response(response, checks=GUARD_CHECKS)
 
 
-def test_without_the_key_every_operation_but_health_is_a_declared_401(server, api_schema):
+def test_without_the_key_every_operation_but_the_probes_is_a_declared_401(server, api_schema):
     for operation in _operations(api_schema):
         response = _send(server, operation, headers={})
-        is_open = operation.path == "/health"  # load balancers probe it without the key
+        is_open = operation.path in ("/health", "/ready")  # load balancers probe them without the key
         assert (response.status_code == 401) != is_open, (
             operation.label,
             response.status_code,
@@ -141,3 +142,70 @@ def test_a_body_over_the_bound_is_a_declared_413_on_every_operation(server, api_
         response = _send(server, operation, headers=headers, content=body)
         assert response.status_code == 413, (operation.label, response.text)
         _validate(operation, response)
+
+
+def _request_schema(server, name: str) -> jsonschema.protocols.Validator:
+    spec = httpx.get(server.url + "/openapi.json", headers=AUTH, timeout=30).json()
+    schema = {"$ref": f"#/components/schemas/{name}", "components": spec["components"]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+MESSAGES = [{"role": "user", "content": "Hi"}]
+
+
+@pytest.mark.parametrize(
+    ("path", "schema", "body", "is_valid"),
+    [
+        ("/tokenize", "TokenizeRequest", {"prompt": "Hi"}, True),
+        ("/tokenize", "TokenizeRequest", {"messages": MESSAGES}, True),
+        ("/tokenize", "TokenizeRequest", {}, False),
+        ("/tokenize", "TokenizeRequest", {"prompt": None, "messages": None}, False),
+        ("/tokenize", "TokenizeRequest", {"prompt": None, "messages": MESSAGES}, False),
+        ("/tokenize", "TokenizeRequest", {"prompt": "Hi", "messages": MESSAGES}, False),
+        ("/detokenize", "DetokenizeRequest", {"tokens": [0, 1, 2]}, True),
+        ("/detokenize", "DetokenizeRequest", {"tokens": [3.0]}, True),  # JSON Schema: 3.0 is an integer
+        ("/detokenize", "DetokenizeRequest", {"tokens": [3.5]}, False),
+        ("/detokenize", "DetokenizeRequest", {"tokens": [-1]}, False),
+        ("/detokenize", "DetokenizeRequest", {"tokens": [2**31 - 1]}, False),
+    ],
+)
+def test_the_schema_and_the_handler_agree_on_tokenize_and_detokenize(server, path, schema, body, is_valid):
+    """What the spec allows is answered 200, what it forbids 400: schemathesis trusts the spec both ways."""
+    assert _request_schema(server, schema).is_valid(body) == is_valid
+    response = httpx.post(server.url + path, json=body, headers=AUTH, timeout=30)
+    assert response.status_code == (200 if is_valid else 400), response.text
+
+
+def test_token_ids_in_the_spec_are_bounded_by_the_vocabulary(server):
+    tokenize = httpx.post(server.url + "/tokenize", json={"prompt": "Hi"}, headers=AUTH, timeout=30).json()
+    assert tokenize["tokens"]
+    validator = _request_schema(server, "DetokenizeRequest")
+    spec_max = validator.schema["components"]["schemas"]["DetokenizeRequest"]["properties"]["tokens"]["items"]
+    vocab_size = spec_max["maximum"] + 1
+    assert (
+        httpx.post(server.url + "/detokenize", json={"tokens": [vocab_size - 1]}, headers=AUTH).status_code
+        == 200
+    )
+    assert (
+        httpx.post(server.url + "/detokenize", json={"tokens": [vocab_size]}, headers=AUTH).status_code == 400
+    )
+    completion = _request_schema(server, "CompletionRequest")
+    assert completion.is_valid({"model": "tiny", "prompt": [vocab_size - 1]})
+    assert not completion.is_valid({"model": "tiny", "prompt": [vocab_size]})
+    assert not completion.is_valid({"model": "tiny", "prompt": [[0], [vocab_size]]})
+
+
+def test_schemathesis_finds_every_request_the_spec_allows_accepted_by_tokenize_and_detokenize(
+    server, tmp_path
+):
+    """Both ways on the two operations whose handlers check more than types: what the spec allows is never
+    refused (positive_data_acceptance), what it forbids never accepted (negative_data_rejection)."""
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(ST_CONFIG)
+    command = [
+        *(ST, f"--config-file={config}", "--no-color", "run"),
+        *("--checks", "positive_data_acceptance,negative_data_rejection,not_a_server_error"),
+        *("--include-path-regex", "^/(de)?tokenize$", server.url + "/openapi.json"),
+    ]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 from roles.child_process import ChildLink
 from roles.protocol import Ready, encode
@@ -60,3 +61,24 @@ def sleep_until_killed(started, ignore_sigterm: bool) -> None:
     started.set()
     while True:
         signal.pause()
+
+
+def busy_role(link: ChildLink) -> None:
+    """Reports READY and holds a request whose every step blocks its main loop for 3 s (longer than the tests'
+    heartbeat and stall timeouts): its heartbeat thread speaks meanwhile and the steps advance."""
+    steps = [0]
+    link.beat_from_thread(lambda: (steps[0], 1))
+    link.send_ready()
+    while link.shutdown_reason is None:
+        time.sleep(3)  # one long step, the loop blocked
+        steps[0] += 1
+        link.poll_control()
+
+
+def stuck_role(link: ChildLink) -> None:
+    """Reports READY and says from its heartbeat thread that it holds a request, but never completes a step."""
+    link.beat_from_thread(lambda: (0, 1))
+    link.send_ready()
+    while link.shutdown_reason is None:
+        if link.control.poll(100):
+            link.poll_control()

@@ -205,9 +205,11 @@ def test_a_child_that_heartbeats_is_never_taken_for_hung(make_supervisor, capsys
     pid = pid_of(supervisor, "test[0]")
     watcher = SupervisingThread(supervisor)
     watcher.start()
-    first_heard = supervisor.last_heard["test[0]"]
+    first_heard = supervisor.liveness.last_heard["test[0]"]
     # Heartbeats keep arriving for several timeouts in a row while supervision goes on.
-    wait_until(lambda: supervisor.last_heard["test[0]"] > first_heard + 3, "heartbeats over 3 timeouts")
+    wait_until(
+        lambda: supervisor.liveness.last_heard["test[0]"] > first_heard + 3, "heartbeats over 3 timeouts"
+    )
     assert watcher.is_alive() and pid_of(supervisor, "test[0]") == pid
     supervisor.stop_reason = "SIGTERM"
     assert watcher.result() == 0
@@ -225,3 +227,32 @@ def test_a_stop_request_ends_supervision_cleanly(make_supervisor):
     assert process.is_alive()  # supervision ended; stopping the children is shutdown's work
     supervisor.shutdown()
     assert process.exitcode is not None
+
+
+def test_a_child_busy_in_long_steps_is_never_taken_for_hung_nor_stuck(make_supervisor, capsys):
+    supervisor = make_supervisor(heartbeat_timeout_s=1, stall_timeout_s=5)
+    supervisor.start([spec(0, "busy_role")])
+    watcher = SupervisingThread(supervisor)
+    watcher.start()
+    first_heard = supervisor.liveness.last_heard["test[0]"]
+    # Steps of 3 s, each three heartbeat timeouts long: supervision goes on over several of them.
+    wait_until(lambda: supervisor.liveness.last_heard["test[0]"] > first_heard + 10, "heartbeats over 10 s")
+    assert supervisor.liveness.progress["test[0]"].num_steps >= 2
+    assert watcher.is_alive()
+    supervisor.stop_reason = "SIGTERM"
+    assert watcher.result() == 0
+    err = capsys.readouterr().err
+    assert "sent no heartbeat" not in err and "stuck" not in err
+
+
+def test_a_child_that_holds_requests_and_completes_no_step_is_stuck(make_supervisor, capsys):
+    supervisor = make_supervisor(heartbeat_timeout_s=30, stall_timeout_s=1)
+    supervisor.start([spec(0, "stuck_role")])
+    stuck = supervisor.children.by_name["test[0]"][1]
+    watcher = SupervisingThread(supervisor)
+    watcher.start()
+    assert watcher.result() == 1
+    err = capsys.readouterr().err
+    assert f"roleserve: test[0] (pid {stuck.pid}) holds 1 request(s) but completed no step for " in err
+    assert "(launcher.stall_timeout_s = 1): stuck; shutting everything down" in err
+    assert stuck.exitcode == -signal.SIGKILL

@@ -310,4 +310,5 @@ class Engine:
             "num_preemptions": self.scheduler.num_preemptions,
             "num_prompt_tokens": self.num_prompt_tokens,
             "num_cached_prompt_tokens": self.num_cached_prompt_tokens,
+            "is_full": int(self.scheduler.is_full),  # a new request would be refused (QueueFull)
         }

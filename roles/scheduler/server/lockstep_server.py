@@ -46,6 +46,9 @@ class LockstepSchedulerServer(SchedulerServer):
         self.commands[message.sequence] = message  # runs once every rank has it
 
     def run(self) -> None:
+        self.link.beat_from_thread(
+            self.progress
+        )  # a long step (or a wait for the other ranks) never silences it
         self.agree_after_joining()
         try:
             while True:
@@ -83,6 +86,7 @@ class LockstepSchedulerServer(SchedulerServer):
             rebalancer = self.engine.expert_rebalancer
             if rebalancer is not None and rebalancer.due(self.engine.num_passes):
                 rebalancer.rebalance()  # every rank reached the same pass count together
+        self.num_steps += 1  # a turn every rank took together: progress, whether or not this rank had work
         self.link.heartbeat()
         self.report_load()
         return False

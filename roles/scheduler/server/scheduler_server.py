@@ -69,8 +69,14 @@ class SchedulerServer:
         self._last_load: LoadReport | None = None
         self.recorder_dir = recorder_dir
         self.started_at = time.time()
+        self.num_steps = 0  # loop turns that ran the engine: the progress the heartbeat thread reports
+
+    def progress(self) -> tuple[int, int]:
+        """(steps completed, requests held): read by the heartbeat thread (roles/heartbeat.py)."""
+        return self.num_steps, len(self.reply_to)
 
     def run(self) -> None:
+        self.link.beat_from_thread(self.progress)  # a long step never silences it
         while self.link.shutdown_reason is None:
             timeout = 0 if self.engine.has_unfinished() else _IDLE_POLL_MS
             events = dict(self.poller.poll(timeout))
@@ -80,6 +86,7 @@ class SchedulerServer:
                 self.drain_requests()
             if self.engine.has_unfinished():
                 self.publish(self.engine.step())
+                self.num_steps += 1
             self.link.heartbeat()
             self.report_load()
 
@@ -173,6 +180,7 @@ class SchedulerServer:
             self.started_at,
             stats["num_prompt_tokens"],
             stats["num_cached_prompt_tokens"],
+            bool(stats["is_full"]),
         )
         if report == self._last_load:  # nothing changed and nothing finished
             return

@@ -102,6 +102,7 @@ def front_settings(**overrides) -> FrontSettings:
         request_timeout_s=60.0,
         max_request_bytes=2**20,
         exports_expert_balancedness=False,
+        encode_threads=2,
     )
     return FrontSettings(**{**settings, **overrides})
 
