@@ -1,9 +1,10 @@
-"""Tiny random checkpoints of every dense family and Qwen3-MoE, written by transformers' own config and model
+"""Tiny random checkpoints of every family, written by transformers' own config and model
 classes, with the byte-level BPE tokenizer of ``tests.tiny_checkpoint`` so a folder also converts and serves.
 
 Each family sets what makes it itself: Llama 3's llama3 rope scaling (converted into a GGUF's rope_freqs.weight),
 Mistral's and Phi-3's sliding windows, Qwen 2's biases, Qwen 3's Q/K norms, Gemma 3's six layers (five local, one
-global: llama.cpp's pattern) with soft-capping, and Qwen3-MoE's experts. Windows are 8 or 16 positions, shorter
+global: llama.cpp's pattern) with soft-capping, and the experts of Mixtral, Qwen2-MoE (with its shared
+expert) and Qwen3-MoE. Windows are 8 or 16 positions, shorter
 than the prompts the tests use.
 """
 
@@ -53,6 +54,23 @@ FAMILY_CHECKPOINTS = {
         ),
     ),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(sliding_window=16, tie_word_embeddings=False)),
+    "mixtral": (
+        "MixtralConfig",
+        "MixtralForCausalLM",
+        dict(intermediate_size=64, num_local_experts=4, num_experts_per_tok=2, tie_word_embeddings=False),
+    ),
+    "qwen2_moe": (
+        "Qwen2MoeConfig",
+        "Qwen2MoeForCausalLM",
+        dict(
+            num_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            shared_expert_intermediate_size=64,
+            norm_topk_prob=False,
+            tie_word_embeddings=False,
+        ),
+    ),
     "qwen3_moe": (
         "Qwen3MoeConfig",
         "Qwen3MoeForCausalLM",

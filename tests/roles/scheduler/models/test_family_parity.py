@@ -1,6 +1,6 @@
 """Every family, from its Hugging Face folder and from the GGUF llama.cpp's converter makes of it, decodes greedily
-token-for-token like transformers' generate on the folder, in exact mode: each prompt alone, and all of them in
-one batch with chunked prefill. The prompts are longer than every sliding window.
+token-for-token like transformers' generate on the folder: each prompt alone in exact mode, and all of them in
+one batch with chunked prefill in exact and auto modes (these float32 weights keep their values in auto). The prompts are longer than every sliding window.
 
 Mistral's GGUF is the exception that proves the rule: llama.cpp's converter writes a Mistral folder as a plain
 ``llama`` file without its window (llama.cpp then runs it with full attention), so its reference is the same
@@ -68,9 +68,10 @@ def test_each_prompt_alone_matches_transformers(family, form):
     assert [engine.generate([p], GREEDY)[0] for p in PROMPTS] == reference
 
 
+@pytest.mark.parametrize("weight_dtype", ["exact", "auto"])
 @pytest.mark.parametrize("form", ["hf", "gguf"])
-def test_one_batch_with_chunked_prefill_matches_transformers(family, form):
+def test_one_batch_with_chunked_prefill_matches_transformers(family, form, weight_dtype):
     name, folder, gguf, expected, expected_gguf = family
     path, reference = (folder, expected) if form == "hf" else (gguf, expected_gguf)
     # The 24-token prompt is prefilled in chunks of 16 while the others already decode.
-    assert _engine(path).generate(PROMPTS, GREEDY) == reference
+    assert _engine(path, weight_dtype).generate(PROMPTS, GREEDY) == reference
