@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from launcher.role_list import ROLES
-from roles.model_files.families.family_facts import family_facts
+from roles.model_files.family_facts import family_facts
 from roles.model_files.weight_formats import weight_format_facts
 from roles.scheduler.kernels.isa import kernel_path_fact, path_for, paths_this_cpu_has
 from roles.tokenizer.tokenizer_facts import tokenizer_facts

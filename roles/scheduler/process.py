@@ -7,7 +7,7 @@ import logging
 import time
 
 from roles.child_process import ChildLink
-from roles.model_files.families.family_facts import family_facts
+from roles.model_files.family_facts import family_facts
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config_from_context
 from roles.scheduler.expert_settings import (
