@@ -54,6 +54,23 @@ FAMILY_CHECKPOINTS = {
         ),
     ),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(sliding_window=16, tie_word_embeddings=False)),
+    # Phi-3's longrope (su) scaling: short factors and the attention factor of 2048 / 64 positions; the tests'
+    # sequences stay under the 64 original positions (see docs/families.md for what happens past them).
+    "phi3_longrope": (
+        "Phi3Config",
+        "Phi3ForCausalLM",
+        dict(
+            sliding_window=16,
+            tie_word_embeddings=False,
+            original_max_position_embeddings=64,
+            rope_scaling={
+                "rope_type": "longrope",
+                "short_factor": [1.0 + 0.25 * i for i in range(8)],
+                "long_factor": [1.0 + 2.0 * i for i in range(8)],
+                "original_max_position_embeddings": 64,
+            },
+        ),
+    ),
     "mixtral": (
         "MixtralConfig",
         "MixtralForCausalLM",
@@ -93,9 +110,8 @@ def write_family_checkpoint(family: str, path, **overrides) -> pathlib.Path:
     model = getattr(transformers, model_class)(config).to(torch.float32)
     model.save_pretrained(folder, safe_serialization=True)
     _write_tokenizer(folder, min(config.vocab_size, 320))
-    if (
-        family == "phi3"
-    ):  # llama.cpp's Phi-3 converter wants a SentencePiece file unless the folder says GPT-2
+    if model_class == "Phi3ForCausalLM":
+        # llama.cpp's Phi-3 converter wants a SentencePiece file unless the folder says GPT-2
         tokenizer_config = folder / "tokenizer_config.json"
         settings = json.loads(tokenizer_config.read_text())
         tokenizer_config.write_text(json.dumps({**settings, "tokenizer_class": "GPT2Tokenizer"}))
