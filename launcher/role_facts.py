@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from launcher.role_list import ROLES
+from roles.model_files.family_facts import family_facts
 from roles.model_files.weight_formats import weight_format_facts
 from roles.scheduler.kernels.isa import kernel_path_fact, path_for, paths_this_cpu_has
 from roles.tokenizer.tokenizer_facts import tokenizer_facts
@@ -18,10 +19,11 @@ def offline_facts(resolved: ResolvedConfig, role: str) -> dict[str, Any]:
         return {}
     publish(resolved, role=role, projection=ROLES.named(role).projection)
     if role == "scheduler":
-        settings = get_exec()
+        settings, model_path = get_exec(), get_model().path
         path, have = path_for(settings.kernel_isa), paths_this_cpu_has()
         return {
-            "weights": weight_format_facts(get_model().path, settings.weight_dtype),
+            "family": family_facts(model_path),
+            "weights": weight_format_facts(model_path, settings.weight_dtype),
             "kernels": kernel_path_fact(settings.kernel_isa, settings.weight_dtype, path, have),
         }
     return {"tokenizer": tokenizer_facts(get_model().path, get_tokenizer().chat_template)}

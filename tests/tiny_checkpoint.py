@@ -41,18 +41,20 @@ TINY_DIMS = dict(
     rms_norm_eps=1e-5,
 )
 
+LLAMA3_ROPE_SCALING = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 256,
+}
+
 # Small enough to be fast, big enough to exercise GQA, several layers and llama3 rope scaling.
 _TINY_CONFIG = dict(
     TINY_DIMS,
     intermediate_size=128,
     rope_theta=10000.0,
-    rope_scaling={
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 256,
-    },
+    rope_scaling=LLAMA3_ROPE_SCALING,
     tie_word_embeddings=True,
     # Wider than HF's 0.02 so logits are spread out and greedy argmax is not decided by rounding noise.
     initializer_range=0.2,

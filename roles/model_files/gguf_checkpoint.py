@@ -1,12 +1,15 @@
-"""Read a llama-family GGUF file: its shape, its tensors (float32 or raw quant blocks) and tokenizer metadata.
+"""Read a GGUF file of any supported family: its shape, its tensors (float32 or raw quant blocks) and tokenizer
+metadata.
 
-Tensors come back under Hugging Face Llama names (``model.layers.0.self_attn.q_proj.weight``) in torch
-layout (out_features, in_features), with llama.cpp's Q/K row permutation undone, so one model code path
-serves GGUF and HF checkpoints alike.
+Tensors come back under Hugging Face names (``model.layers.0.self_attn.q_proj.weight``) in torch layout
+(out_features, in_features), with llama.cpp's Q/K row permutation undone where its converter applied it
+(the ``llama`` layout), so one model code path serves GGUF and HF checkpoints alike. The family
+(``roles.model_files.families``) says which names differ (Gemma 3's norms, Phi-3's fused weights) and reads its
+own numbers from the metadata.
 
-A llama GGUF with ``llama.expert_count`` is a Mixtral (llama.cpp's layout): the router ``ffn_gate_inp``
-and the experts stacked in one 3-D tensor per projection (``ffn_{gate,up,down}_exps``), read one expert at
-a time under Mixtral's HF names (``block_sparse_moe.experts.<e>.w1``; w1 gate, w3 up, w2 down).
+A mixture's experts are stacked in one 3-D tensor per projection (``ffn_{gate,up,down}_exps``) and read one
+expert at a time under the family's HF names (Mixtral's ``block_sparse_moe.experts.<e>.w1``, Qwen's
+``mlp.experts.<e>.gate_proj``).
 """
 
 from __future__ import annotations
@@ -17,14 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from roles.model_files.families.family import Family
+from roles.model_files.families.registry import gguf_family
 from roles.model_files.gguf_file import GGUFFile, GGUFFormatError, GGUFTensorInfo
 from roles.model_files.model_path import ModelFileError
 from roles.model_files.model_shape import ModelShape
 from roles.model_files.tensor_types import BY_ID, BY_NAME, SUPPORTED_NAMES, TensorType, type_name
 from roles.model_files.tokenizer_metadata import TokenizerMetadata, tokenizer_metadata_from_fields
-
-SUPPORTED_ARCHITECTURES = ("llama",)
-
 
 _GLOBAL_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -37,24 +39,36 @@ _LAYER_NAMES = {
     "attn_q": "self_attn.q_proj",
     "attn_k": "self_attn.k_proj",
     "attn_v": "self_attn.v_proj",
+    "attn_qkv": "self_attn.qkv_proj",
     "attn_output": "self_attn.o_proj",
+    "attn_q_norm": "self_attn.q_norm",
+    "attn_k_norm": "self_attn.k_norm",
     "ffn_gate": "mlp.gate_proj",
     "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
-    "ffn_gate_inp": "block_sparse_moe.gate",
+    "ffn_gate_shexp": "mlp.shared_expert.gate_proj",
+    "ffn_up_shexp": "mlp.shared_expert.up_proj",
+    "ffn_down_shexp": "mlp.shared_expert.down_proj",
+    "ffn_gate_inp_shexp": "mlp.shared_expert_gate",
 }
-_EXPERT_NAMES = {"ffn_gate_exps": "w1", "ffn_up_exps": "w3", "ffn_down_exps": "w2"}
+_EXPERT_LEAVES = {"ffn_gate_exps": "gate", "ffn_up_exps": "up", "ffn_down_exps": "down"}
 _LAYER_PATTERN = re.compile(r"blk\.(\d+)\.(\w+)\.(weight|bias)")
 
 
-def hf_name(gguf_name: str) -> str | None:
-    """The HF Llama name of a GGUF tensor, or None for tensors the model does not use."""
+def hf_name(gguf_name: str, family: Family) -> str | None:
+    """The HF name of a GGUF tensor in ``family``'s layout, or None for tensors the model does not use."""
     if gguf_name in _GLOBAL_NAMES:
         return _GLOBAL_NAMES[gguf_name]
     match = _LAYER_PATTERN.fullmatch(gguf_name)
-    if match and match.group(2) in _LAYER_NAMES:
-        return f"model.layers.{match.group(1)}.{_LAYER_NAMES[match.group(2)]}.{match.group(3)}"
-    return None
+    if not match:
+        return None
+    kind = match.group(2)
+    name = family.gguf_layer_names.get(kind) or _LAYER_NAMES.get(kind)
+    if kind == "ffn_gate_inp" and family.moe is not None:
+        name = family.moe.block + "gate"
+    if name is None:
+        return None
+    return f"model.layers.{match.group(1)}.{name}.{match.group(3)}"
 
 
 def unpermute_rope_rows(rows, num_heads: int):
@@ -109,14 +123,9 @@ class GGUFCheckpoint:
         for info in self._tensors.values():
             if info.type_id in BY_ID and info.offset + self.tensor_nbytes(info) > self._file.size:
                 raise ModelFileError(f"{self.path} is truncated: tensor {info.name!r} runs past the end")
-        architecture = self.field("general.architecture")
-        if architecture not in SUPPORTED_ARCHITECTURES:
-            raise ModelFileError(
-                f"{self.path}: architecture {architecture!r} is not supported "
-                f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)}, and Mixtral as a llama with experts; "
-                "Qwen2-MoE only as a Hugging Face folder)"
-            )
-        self.architecture = architecture
+        self.architecture = str(self.field("general.architecture"))
+        experts = int(self.field(f"{self.architecture}.expert_count", 0) or 0)
+        self.family = gguf_family(self.architecture, experts, str(self.path))
 
     @property
     def tensor_infos(self) -> dict[str, GGUFTensorInfo]:
@@ -135,38 +144,40 @@ class GGUFCheckpoint:
     def field(self, key: str, default=None):
         return self._file.fields.get(key, default)
 
-    def _required(self, key: str):
+    def required(self, key: str):
         value = self.field(key)
         if value is None:
             raise ModelFileError(f"{self.path}: required metadata field {key!r} is missing")
         return value
 
+    def vector(self, gguf_name: str) -> np.ndarray:
+        """A small 1-D tensor (rope factors) as float32 numpy, without torch."""
+        from gguf import GGMLQuantizationType
+        from gguf.quants import dequantize
+
+        info = self._gguf_tensor(gguf_name)
+        kind = self._supported(info)
+        return (
+            dequantize(self._rows_of_bytes(info), GGMLQuantizationType(kind.type_id))
+            .astype(np.float32)
+            .reshape(-1)
+        )
+
     def shape(self) -> ModelShape:
+        """The shape from the metadata names llama.cpp's converter writes, the family's own numbers included."""
         arch = self.architecture
-        hidden = int(self._required(f"{arch}.embedding_length"))
-        num_heads = int(self._required(f"{arch}.attention.head_count"))
+        hidden = int(self.required(f"{arch}.embedding_length"))
+        num_heads = int(self.required(f"{arch}.attention.head_count"))
         tokens = self.field("tokenizer.ggml.tokens")
         vocab = self.field(f"{arch}.vocab_size") or (len(tokens) if tokens else None)
         if vocab is None:
             vocab = int(self._gguf_tensor("token_embd.weight").dims[1])
-        if "rope_freqs.weight" in self._tensors:
-            raise ModelFileError(
-                f"{self.path}: per-frequency RoPE factors (rope_freqs.weight) are not supported"
-            )
-        experts = int(self.field(f"{arch}.expert_count", 0) or 0)
-        moe = {}
-        if experts:  # llama.cpp writes Mixtral as a llama with experts
-            moe = {
-                "num_experts": experts,
-                "experts_per_token": int(self._required(f"{arch}.expert_used_count")),
-                "moe_intermediate_size": int(self._required(f"{arch}.feed_forward_length")),
-            }
-        return ModelShape(
-            architecture="mixtral" if experts else arch,
+        fields = dict(
+            architecture=self.family.name,
             vocab_size=int(vocab),
             hidden_size=hidden,
-            intermediate_size=int(self._required(f"{arch}.feed_forward_length")),
-            num_layers=int(self._required(f"{arch}.block_count")),
+            intermediate_size=int(self.required(f"{arch}.feed_forward_length")),
+            num_layers=int(self.required(f"{arch}.block_count")),
             num_heads=num_heads,
             num_kv_heads=int(self.field(f"{arch}.attention.head_count_kv", num_heads)),
             head_dim=int(self.field(f"{arch}.attention.key_length", hidden // num_heads)),
@@ -175,8 +186,10 @@ class GGUFCheckpoint:
             context_length=int(self.field(f"{arch}.context_length", 2048)),
             tie_word_embeddings="output.weight" not in self._tensors,
             rope_scaling=self._rope_scaling(),
-            **moe,
+            attention_bias="blk.0.attn_q.bias" in self._tensors,
         )
+        fields.update(self.family.read_gguf(self))
+        return ModelShape(**fields)
 
     def _rope_scaling(self) -> dict | None:
         kind = self.field(f"{self.architecture}.rope.scaling.type")
@@ -185,36 +198,47 @@ class GGUFCheckpoint:
         if kind == "linear":
             return {
                 "rope_type": "linear",
-                "factor": float(self._required(f"{self.architecture}.rope.scaling.factor")),
+                "factor": float(self.required(f"{self.architecture}.rope.scaling.factor")),
             }
-        raise ModelFileError(f"{self.path}: RoPE scaling type {kind!r} is not supported (supported: linear)")
+        if kind == "longrope" and self.family.name == "phi3":
+            return None  # the family reads its factors (families.phi3)
+        raise ModelFileError(
+            f"{self.path}: {self.architecture}.rope.scaling.type {kind!r} is not supported "
+            "(supported: none, linear; Phi-3's longrope)"
+        )
 
     def hf_tensor_names(self) -> dict[str, str]:
         """HF name -> GGUF name for every tensor the model uses."""
         names = {}
         for gguf_name in self._tensors:
-            name = hf_name(gguf_name)
+            name = hf_name(gguf_name, self.family)
             if name is not None:
                 names[name] = gguf_name
         return names
 
     def hf_expert_names(self) -> dict[str, tuple[str, int]]:
         """HF name of each expert's weight -> (GGUF name of the stacked experts' tensor, expert index)."""
-        names = {}
+        names: dict[str, tuple[str, int]] = {}
+        moe = self.family.moe
+        if moe is None:
+            return names
         for gguf_name, info in self._tensors.items():
             match = _LAYER_PATTERN.fullmatch(gguf_name)
-            if match and match.group(2) in _EXPERT_NAMES and match.group(3) == "weight":
-                leaf = _EXPERT_NAMES[match.group(2)]
+            if match and match.group(2) in _EXPERT_LEAVES and match.group(3) == "weight":
+                leaf = getattr(moe, _EXPERT_LEAVES[match.group(2)])
                 for expert in range(int(info.dims[-1])):
-                    hf = f"model.layers.{match.group(1)}.block_sparse_moe.experts.{expert}.{leaf}.weight"
+                    hf = f"model.layers.{match.group(1)}.{moe.block}experts.{expert}.{leaf}.weight"
                     names[hf] = (gguf_name, expert)
         return names
 
     def _rope_heads(self, gguf_name: str) -> int | None:
+        """How many heads' rows llama.cpp's converter interleaved in this tensor (None: it left them alone)."""
+        if not self.family.gguf_rope_permuted:
+            return None
         if gguf_name.endswith("attn_q.weight"):
-            return int(self._required(f"{self.architecture}.attention.head_count"))
+            return int(self.required(f"{self.architecture}.attention.head_count"))
         if gguf_name.endswith("attn_k.weight"):
-            heads = int(self._required(f"{self.architecture}.attention.head_count"))
+            heads = int(self.required(f"{self.architecture}.attention.head_count"))
             return int(self.field(f"{self.architecture}.attention.head_count_kv", heads))
         return None
 

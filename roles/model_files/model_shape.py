@@ -1,22 +1,21 @@
 """The architecture numbers of a checkpoint, read from its file (GGUF metadata or config.json).
 
-Families: dense ``llama``, and the mixture-of-experts decoders ``mixtral`` (softmax over the router's logits,
-top-k, renormalised) and ``qwen2_moe`` (the same routing, renormalised only with ``norm_topk_prob``, plus a
-shared expert gated by a sigmoid, and Q/K/V biases).
+``architecture`` names the family (``roles.model_files.families``), which fixes how the decoder differs from
+Llama's; the fields here are the numbers a checkpoint of that family sets. Mixtures of experts: ``mixtral``
+(softmax over the router's logits, top-k, renormalised), ``qwen2_moe`` (renormalised only with
+``norm_topk_prob``, plus a shared expert gated by a sigmoid, and Q/K/V biases) and ``qwen3_moe``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SUPPORTED_FAMILIES = ("llama", "mixtral", "qwen2_moe")
-
 
 @dataclass(frozen=True)
 class ModelShape:
     """Everything the model code and the KV cache need to know about a checkpoint's shape."""
 
-    architecture: str  # one of SUPPORTED_FAMILIES
+    architecture: str  # a family name (roles.model_files.families.registry)
     vocab_size: int
     hidden_size: int
     intermediate_size: int
@@ -28,9 +27,17 @@ class ModelShape:
     rope_theta: float
     context_length: int
     tie_word_embeddings: bool
-    # HF-style rope_scaling dict ({"rope_type": "llama3", "factor": ..., ...}) or None for plain RoPE.
+    # HF-style rope_scaling dict ({"rope_type": "llama3", "factor": ..., ...}) or None for plain RoPE. Besides
+    # transformers' types: "frequency_factors" ({"factors": [...]}: each frequency divided by its factor, as a
+    # Llama 3 GGUF's rope_freqs.weight says).
     rope_scaling: dict | None = field(default=None, compare=False)
-    attention_bias: bool = False  # Q/K/V projections add a bias (qwen2_moe)
+    attention_bias: bool = False  # Q/K/V projections add a bias (Qwen 2, qwen2_moe)
+    # Per layer, how many positions back attention reaches (the token itself included); 0: every position.
+    # Empty: no layer has a window.
+    layer_windows: tuple[int, ...] = ()
+    rope_theta_local: float = 0.0  # > 0: the rotary base of the sliding-window layers (Gemma 3)
+    attention_scale: float = 0.0  # > 0: the scores' scale instead of head_dim ** -0.5 (Gemma 3)
+    final_logit_softcap: float = 0.0  # > 0: logits = cap * tanh(logits / cap)
     # Mixture of experts: with num_experts > 0 every layer's MLP is a sparse block of num_experts SwiGLU
     # experts of moe_intermediate_size, experts_per_token of them chosen per token.
     num_experts: int = 0
@@ -39,9 +46,17 @@ class ModelShape:
     norm_topk_prob: bool = True  # the chosen experts' weights renormalised to sum to 1
     shared_expert_intermediate_size: int = 0  # > 0: an always-on expert, gated by sigmoid(gate(x))
 
+    def __post_init__(self):
+        # A shape that crossed a socket as msgpack holds lists; equality and hashing want tuples.
+        object.__setattr__(self, "layer_windows", tuple(int(w) for w in self.layer_windows))
+
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
+
+    def window_of(self, layer: int) -> int:
+        """The attention window of ``layer``; 0: it attends to every earlier position."""
+        return self.layer_windows[layer] if self.layer_windows else 0
 
     @property
     def kv_bytes_per_token(self) -> int:

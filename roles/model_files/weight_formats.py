@@ -42,7 +42,7 @@ def _kind(name: str, dims: int, embedding: str, head: str) -> str:
 def _gguf_tensors(checkpoint: GGUFCheckpoint) -> list[WeightTensor]:
     out = []
     for name, info in checkpoint.tensor_infos.items():
-        if hf_name(name) is None and "_exps." not in name:
+        if hf_name(name, checkpoint.family) is None and "_exps." not in name:
             continue
         kind = _kind(name, len(info.dims), "token_embd.weight", "output.weight")
         out.append(WeightTensor(name, type_name(info.type_id), int(info.dims[0]), kind))

@@ -7,6 +7,7 @@ import logging
 import time
 
 from roles.child_process import ChildLink
+from roles.model_files.family_facts import family_facts
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config_from_context
 from roles.scheduler.expert_settings import (
@@ -75,6 +76,7 @@ def main(link: ChildLink) -> None:
             engine, backup.tensors, rebalance_settings_from_context(), link.endpoints.ep_placement
         )
     log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
+    link.facts["family"] = family_facts(config.model_path)
     link.facts["weights"] = report_weight_formats(config.model_path, config.weight_dtype)
     link.facts["kernels"] = report_kernel_path(config.kernel_isa, config.weight_dtype)
     if group is None:

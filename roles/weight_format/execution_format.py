@@ -2,15 +2,18 @@
 
     embedding.<linear leaves>      auto: the embedding table in the file's format (lookups and tied head)
     embed_tokens                   other modes: float32 (vocab, hidden)
-    layers.<i>.input_norm, layers.<i>.post_attention_norm          float32 (hidden,)
+    layers.<i>.input_norm, layers.<i>.post_attention_norm (before the feed-forward)   float32 (hidden,)
+    layers.<i>.attn_output_norm, layers.<i>.ffn_output_norm   float32 (hidden,), families with sandwich norms
+    layers.<i>.q_norm, layers.<i>.k_norm                      float32 (head_dim,), families with Q/K norms
     layers.<i>.qkv_proj.<leaves>   Q|K|V stacked;  layers.<i>.o_proj.<leaves>
-    layers.<i>.qkv_bias            float32 (q + 2 kv,), only when the family has Q/K/V biases (qwen2_moe)
+    layers.<i>.qkv_bias            float32 (q + 2 kv,), only when the family has Q/K/V biases (Qwen 2)
     layers.<i>.<feed-forward>      a SwiGLU MLP or a mixture of experts: ``mlp_tensors``
     norm                           float32 (hidden,)
     lm_head.<leaves>               only when the head is not the embedding table reused as is
 
 Linear leaves and kinds: ``linear_tensors``. The scheduler builds its model from the ModelShape and loads
-these tensors into it; the weight_cache_daemon shares them without building any module.
+these tensors into it; the weight_cache_daemon shares them without building any module. Norm weights are
+stored as the multiplier the decoder applies: a Gemma folder's w becomes 1 + w here (its GGUF has it so).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from dataclasses import dataclass
 import torch
 
 from roles.model_files.checkpoint import open_checkpoint
+from roles.model_files.families.registry import family_named
 from roles.model_files.gguf_checkpoint import GGUFCheckpoint
 from roles.model_files.model_shape import ModelShape
 from roles.weight_format.linear_tensors import linear_tensors
-from roles.weight_format.mlp_tensors import mlp_tensors
+from roles.weight_format.mlp_tensors import mlp_tensors, prefixed
 from roles.weight_format.weight_sources import GGUFWeights, HFWeights, WeightSource, as_weight_source
 from runtime_context.settings import SETTINGS
 
@@ -76,25 +80,49 @@ def execution_state(
     def put(prefix: str, tensors: dict[str, torch.Tensor]) -> None:
         state.update({prefix + leaf: tensor for leaf, tensor in tensors.items()})
 
+    family = family_named(shape.architecture)
+    shift = family.norm_offset if weights.shifts_norms else 0.0
+
+    def norm(name: str) -> torch.Tensor:
+        return _float(weights, name) + shift if shift else _float(weights, name)
+
     if weight_dtype == "auto":
         put("embedding.", linear_tensors(weights, [EMBEDDING], "auto"))
     else:
         state["embed_tokens"] = _float(weights, EMBEDDING)
     for index in range(shape.num_layers):
-        source, ours = f"model.layers.{index}.", f"layers.{index}."
-        state[ours + "input_norm"] = _float(weights, source + "input_layernorm.weight")
-        state[ours + "post_attention_norm"] = _float(weights, source + "post_attention_layernorm.weight")
-        attn = source + "self_attn."
-        qkv = [attn + "q_proj.weight", attn + "k_proj.weight", attn + "v_proj.weight"]
-        put(ours + "qkv_proj.", linear_tensors(weights, qkv, weight_dtype))
-        if shape.attention_bias:
-            biases = [_float(weights, attn + f"{name}_proj.bias") for name in ("q", "k", "v")]
-            state[ours + "qkv_bias"] = torch.cat(biases)
-        put(ours + "o_proj.", linear_tensors(weights, [attn + "o_proj.weight"], weight_dtype))
         experts = None if experts_of_layer is None else experts_of_layer(index)
-        put(ours, mlp_tensors(shape, weights, source, weight_dtype, experts))
-    state["norm"] = _float(weights, "model.norm.weight")
+        put(f"layers.{index}.", _layer_state(shape, family, weights, index, weight_dtype, norm, experts))
+    state["norm"] = norm("model.norm.weight")
     put("lm_head.", _head(shape, weights, weight_dtype))
+    return state
+
+
+def _layer_state(shape, family, weights, index, weight_dtype, norm, experts) -> dict[str, torch.Tensor]:
+    """One decoder layer's tensors, named as the module under "layers.<index>." holds them."""
+    source = f"model.layers.{index}."
+
+    def named(key: str) -> str:
+        return source + family.hf_layer_name(key)
+
+    state = {
+        "input_norm": norm(named("input_norm") + ".weight"),
+        "post_attention_norm": norm(named("ffn_norm") + ".weight"),
+    }
+    if family.sandwich_norms:
+        state["attn_output_norm"] = norm(named("attn_output_norm") + ".weight")
+        state["ffn_output_norm"] = norm(named("ffn_output_norm") + ".weight")
+    if family.qk_norm:
+        state["q_norm"] = norm(source + "self_attn.q_norm.weight")
+        state["k_norm"] = norm(source + "self_attn.k_norm.weight")
+    qkv = [named("qkv")] if family.fused_qkv else [named("q"), named("k"), named("v")]
+    state.update(
+        prefixed("qkv_proj.", linear_tensors(weights, [name + ".weight" for name in qkv], weight_dtype))
+    )
+    if shape.attention_bias:
+        state["qkv_bias"] = torch.cat([_float(weights, named(key) + ".bias") for key in ("q", "k", "v")])
+    state.update(prefixed("o_proj.", linear_tensors(weights, [named("o") + ".weight"], weight_dtype)))
+    state.update(mlp_tensors(shape, family, weights, source, weight_dtype, experts))
     return state
 
 

@@ -17,48 +17,48 @@ from collections.abc import Collection
 
 import torch
 
+from roles.model_files.families.family import Family
 from roles.model_files.model_shape import ModelShape
 from roles.weight_format.linear_tensors import linear_tensors
 from roles.weight_format.weight_sources import WeightSource
 
-# family -> (the sparse block's prefix in the layer, the experts' gate, up and down weight names)
-_MOE_NAMES = {
-    "mixtral": ("block_sparse_moe.", "w1", "w3", "w2"),
-    "qwen2_moe": ("mlp.", "gate_proj", "up_proj", "down_proj"),
-}
-
 
 def swiglu_tensors(weights: WeightSource, gate: str, up: str, down: str, weight_dtype: str) -> dict:
     """gate_up_proj (the gate and up weights stacked) and down_proj, from the three weights' full names."""
-    tensors = {f"gate_up_proj.{k}": v for k, v in linear_tensors(weights, [gate, up], weight_dtype).items()}
-    tensors.update({f"down_proj.{k}": v for k, v in linear_tensors(weights, [down], weight_dtype).items()})
-    return tensors
+    tensors = prefixed("gate_up_proj.", linear_tensors(weights, [gate, up], weight_dtype))
+    return {**tensors, **prefixed("down_proj.", linear_tensors(weights, [down], weight_dtype))}
 
 
-def _prefixed(prefix: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def prefixed(prefix: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``tensors`` with ``prefix`` before each name (a module's state under its attribute)."""
     return {prefix + name: tensor for name, tensor in tensors.items()}
 
 
 def _moe_tensors(
-    shape: ModelShape, weights: WeightSource, layer: str, weight_dtype: str, experts: Collection[int] | None
+    shape: ModelShape,
+    family: Family,
+    weights: WeightSource,
+    layer: str,
+    weight_dtype: str,
+    experts: Collection[int] | None,
 ) -> dict:
-    block, gate, up, down = _MOE_NAMES[shape.architecture]
-    block = layer + block
+    names = family.moe
+    block, gate, up, down = layer + names.block, names.gate, names.up, names.down
     state = {"moe.router": weights.float_tensor(block + "gate.weight").contiguous()}
     for expert in range(shape.num_experts) if experts is None else sorted(experts):
         names = [f"{block}experts.{expert}.{leaf}.weight" for leaf in (gate, up, down)]
-        state.update(_prefixed(f"moe.experts.{expert}.", swiglu_tensors(weights, *names, weight_dtype)))
+        state.update(prefixed(f"moe.experts.{expert}.", swiglu_tensors(weights, *names, weight_dtype)))
     if shape.shared_expert_intermediate_size:
         names = [f"{block}shared_expert.{leaf}.weight" for leaf in ("gate_proj", "up_proj", "down_proj")]
-        state.update(_prefixed("moe.shared_expert.", swiglu_tensors(weights, *names, weight_dtype)))
-        state["moe.shared_expert_gate"] = weights.float_tensor(
-            block + "shared_expert_gate.weight"
-        ).contiguous()
+        state.update(prefixed("moe.shared_expert.", swiglu_tensors(weights, *names, weight_dtype)))
+        gate_weight = weights.float_tensor(block + "shared_expert_gate.weight")
+        state["moe.shared_expert_gate"] = gate_weight.reshape(1, -1).contiguous()  # a GGUF stores (hidden,)
     return state
 
 
 def mlp_tensors(
     shape: ModelShape,
+    family: Family,
     weights: WeightSource,
     layer: str,
     weight_dtype: str,
@@ -67,6 +67,11 @@ def mlp_tensors(
     """The feed-forward tensors of the layer whose HF names start with ``layer`` ("model.layers.3.");
     experts: only those of a mixture (None: every one)."""
     if shape.is_moe:
-        return _moe_tensors(shape, weights, layer, weight_dtype, experts)
-    names = [f"{layer}mlp.{leaf}.weight" for leaf in ("gate_proj", "up_proj", "down_proj")]
-    return swiglu_tensors(weights, *names, weight_dtype)
+        return _moe_tensors(shape, family, weights, layer, weight_dtype, experts)
+    down = f"{layer}{family.hf_layer_name('down')}.weight"
+    if family.fused_qkv:  # gate|up already one weight
+        gate_up = [f"{layer}{family.hf_layer_name('gate_up')}.weight"]
+        tensors = prefixed("gate_up_proj.", linear_tensors(weights, gate_up, weight_dtype))
+        return {**tensors, **prefixed("down_proj.", linear_tensors(weights, [down], weight_dtype))}
+    gate, up = (f"{layer}{family.hf_layer_name(key)}.weight" for key in ("gate", "up"))
+    return swiglu_tensors(weights, gate, up, down, weight_dtype)

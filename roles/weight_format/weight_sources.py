@@ -16,7 +16,12 @@ from roles.model_files.model_path import ModelFileError
 
 
 class WeightSource:
-    """Base: a plain dict of HF-named float tensors."""
+    """Base: a plain dict of HF-named float tensors.
+
+    ``shifts_norms``: the norm weights are a checkpoint's own, which families with a norm offset (Gemma's 1 + w)
+    still shift; a GGUF's are already shifted by llama.cpp's converter."""
+
+    shifts_norms = True
 
     def __init__(self, tensors: Mapping[str, torch.Tensor]):
         self._tensors = tensors
@@ -35,6 +40,8 @@ class WeightSource:
 
 class GGUFWeights(WeightSource):
     """Each HF name read from its GGUF tensor, or from one expert's slice of a stacked experts' tensor."""
+
+    shifts_norms = False
 
     def __init__(self, checkpoint: GGUFCheckpoint):
         self.checkpoint = checkpoint

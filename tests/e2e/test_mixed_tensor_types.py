@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import pytest
 from serve_harness import ServeProcess
+from served_greedy import assert_served_greedy_equals_engine
 
-from roles.protocol import SamplingFields
-from roles.scheduler.engine.core import Engine
-from roles.scheduler.engine.settings import engine_config
 from roles.scheduler.kernels.isa import path_for, paths_this_cpu_has
-from roles.tokenizer.text_tokenizer import load_text_tokenizer
 from tests.kquant_checkpoint import write_kquant_llama
 
 PROMPTS = ["The quick brown fox", "def add(a, b):", "Numbers like 12345"]
@@ -29,16 +26,7 @@ def server(mixed, tmp_path_factory):
 
 
 def test_served_greedy_completions_equal_the_in_process_engine(mixed, server):
-    engine = Engine(engine_config(model_path=mixed, kv_cache_tokens=1024, max_running_requests=4))
-    tokenizer = load_text_tokenizer(mixed)
-    client = server.openai_client(timeout_s=60)
-    name = client.models.list().data[0].id
-    for prompt in PROMPTS:
-        served = client.completions.create(model=name, prompt=prompt, max_tokens=16, temperature=0)
-        [ids] = engine.generate([tokenizer.encode(prompt)], SamplingFields(temperature=0, max_tokens=16))
-        expected = tokenizer.decode([i for i in ids if i not in engine.eos_token_ids])
-        assert served.choices[0].text == expected
-        assert served.usage.completion_tokens == len(ids)
+    assert_served_greedy_equals_engine(server, mixed, PROMPTS)
 
 
 def test_roles_shows_how_each_tensor_type_runs_and_the_scheduler_logs_it(server):

@@ -6,6 +6,7 @@ from serve_command import run_serve
 from launcher.derivations import LAUNCHER_RULES
 from launcher.role_list import ROLES
 from runtime_context import resolve
+from tests.family_checkpoints import write_family_checkpoint
 from tests.publish_as import projection_of
 
 
@@ -68,3 +69,12 @@ def test_inspect_shows_what_the_tokenizer_serves_and_where_the_template_comes_fr
     json_result = run_serve("roles", "inspect", "--format", "json")
     processes = json.loads(json_result.stdout)["processes"]
     assert [p["role"] for p in processes if "tokenizer" in p["facts"]] == ["tokenizer"]
+
+
+def test_inspect_shows_the_family_and_each_layers_attention_window(tmp_path):
+    folder = write_family_checkpoint("gemma3", tmp_path / "gemma3")
+    result = run_serve("roles", "inspect", "--model", str(folder), "--role", "scheduler")
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.split("   family:\n", 1)[1]
+    assert re.search(rf"family +gemma3 \(Gemma 3 text.*\) +{folder}/config\.json: architectures", rows)
+    assert re.search(r"attention_windows +0-4: 8, 5: full ", rows)

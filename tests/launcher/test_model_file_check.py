@@ -3,12 +3,14 @@ starts: exit 2, naming the file, the tensor, its type or dims, and what is suppo
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from serve_command import run_serve
 
 from roles.model_files.tensor_types import SUPPORTED_NAMES
+from tests.family_checkpoints import write_family_checkpoint
 from tests.kquant_checkpoint import LAYER_TYPES, write_kquant_llama
 
 
@@ -54,3 +56,46 @@ def test_dims_that_disagree_with_the_metadata_are_named(tmp_path):
     assert "tensor 'blk.0.attn_k.weight' has dims [256, 256]; the model's metadata implies [256, 128]" in (
         result.stderr
     )
+
+
+def _without_tensor(folder, name: str) -> None:
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(folder / "model.safetensors")
+    del weights[name]
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def test_a_folder_missing_a_tensor_its_family_reads_is_refused_before_start(tmp_path):
+    folder = write_family_checkpoint("gemma3", tmp_path / "gemma3")
+    _without_tensor(folder, "model.layers.5.post_feedforward_layernorm.weight")
+    result = run_serve("config", "validate", "--model", str(folder))
+    assert result.returncode == 2
+    assert (
+        f"{folder}: tensor 'model.layers.5.post_feedforward_layernorm.weight' is missing from every *.safetensors "
+        "file (the gemma3 family reads it)"
+    ) in result.stderr
+
+
+def test_a_config_missing_a_field_its_family_reads_is_refused_before_start(tmp_path):
+    folder = write_family_checkpoint("qwen3_moe", tmp_path / "qwen3_moe")
+    config = json.loads((folder / "config.json").read_text())
+    del config["moe_intermediate_size"]
+    (folder / "config.json").write_text(json.dumps(config))
+    result = run_serve("config", "validate", "--model", str(folder))
+    assert result.returncode == 2
+    assert f"{folder}/config.json: missing field 'moe_intermediate_size' (the qwen3_moe family reads it)" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_an_unsupported_architecture_names_the_supported_ones(tmp_path):
+    folder = write_family_checkpoint("qwen3", tmp_path / "gpt2")
+    config = json.loads((folder / "config.json").read_text())
+    config.update(model_type="gpt2", architectures=["GPT2LMHeadModel"])
+    (folder / "config.json").write_text(json.dumps(config))
+    result = run_serve("config", "validate", "--model", str(folder))
+    assert result.returncode == 2
+    assert "architectures ['GPT2LMHeadModel'] / model_type 'gpt2' are not supported" in result.stderr
+    assert "Gemma3ForCausalLM, Phi3ForCausalLM" in result.stderr

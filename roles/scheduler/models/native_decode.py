@@ -55,7 +55,22 @@ class NativeDecodePlan:
 
     @staticmethod
     def supports(model) -> bool:
-        """True when every linear has a kernel view (packed, or float32 with in_features % 32 == 0)."""
+        """True for Llama's layer (no experts, biases, Q/K norms, sandwich norms, windows, GELU, embedding scale,
+        soft-capping or longrope) when every linear has a kernel view (packed, or float32 with in_features % 32
+        == 0)."""
+        shape, family = model.shape, model.family
+        plain = (
+            not shape.is_moe
+            and not shape.attention_bias
+            and not shape.layer_windows
+            and not shape.final_logit_softcap
+            and not shape.attention_scale
+            and (shape.rope_scaling or {}).get("rope_type") != "longrope"
+            and not (family.qk_norm or family.sandwich_norms or family.scale_embeddings)
+            and family.activation == "silu"
+        )
+        if not plain:
+            return False
         modules = [model.embedding] + ([] if model.lm_head is None else [model.lm_head])
         for layer in model.layers:
             modules += _layer_linears(layer)

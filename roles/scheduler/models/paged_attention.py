@@ -4,11 +4,15 @@ Grouped-query trick: the G = num_heads / num_kv_heads query heads sharing one KV
 the query-length dimension, so SDPA sees (batch, kv_heads, G * queries, D) against (batch, kv_heads, L, D)
 and K/V are never repeated. Decode sequences (one new token each) run as one padded batch; each
 prefill chunk runs on its own with a causal mask offset by its cached length.
+
+A sliding-window layer (``window`` W > 0) sees only the keys at positions > query position - W, as
+transformers and llama.cpp count it; the masks of each window in use are made once per step. The KV cache still
+holds every position of such a layer: the window only masks what it reads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +27,18 @@ class _DecodeGroup:
     max_len: int
     mask: torch.Tensor | None  # (Bd, 1, 1, Lmax) True = attend; None when every length equals Lmax
     covers_all_tokens: bool  # the group is the whole batch in order: no scatter into the output
+    lengths: torch.Tensor  # (Bd,) context lengths
+    windowed: dict = field(default_factory=dict)  # window -> its mask, made on first use
+
+    def mask_for(self, window: int) -> torch.Tensor | None:
+        if not window or window >= self.max_len:
+            return self.mask
+        if window not in self.windowed:
+            positions = torch.arange(self.max_len)[None, :]
+            near = positions > self.lengths[:, None] - 1 - window
+            valid = near & (positions < self.lengths[:, None])
+            self.windowed[window] = valid[:, None, None, :]
+        return self.windowed[window]
 
 
 @dataclass
@@ -31,6 +47,20 @@ class _PrefillChunk:
     end: int
     slots: torch.Tensor  # (L,) cache slots of the sequence's tokens 0..L-1
     mask: torch.Tensor | None  # (G * Q, L) True = attend; None when Q == 1 (attend to everything)
+    query_pos: torch.Tensor  # (Q,) positions of the queries
+    queries_per_kv: int
+    windowed: dict = field(default_factory=dict)  # window -> its mask, made on first use
+
+    def mask_for(self, window: int) -> torch.Tensor | None:
+        length = int(self.slots.shape[0])
+        if not window or window >= length:
+            return self.mask
+        if window not in self.windowed:
+            keys = torch.arange(length)[None, :]
+            query = self.query_pos[:, None]
+            allowed = (keys <= query) & (keys > query - window)  # (Q, L)
+            self.windowed[window] = allowed.repeat_interleave(self.queries_per_kv, dim=0)
+        return self.windowed[window]
 
 
 def _sequence_slots(block_table: torch.Tensor, length: int, page_size: int) -> torch.Tensor:
@@ -66,7 +96,7 @@ class PagedAttentionPlan:
         query_pos = torch.arange(cached, context_len)
         causal = torch.arange(context_len)[None, :] <= query_pos[:, None]  # (Q, L)
         mask = causal.repeat_interleave(self.queries_per_kv, dim=0)  # row q * G + g
-        return _PrefillChunk(start, start + query_len, slots, mask)
+        return _PrefillChunk(start, start + query_len, slots, mask, query_pos, self.queries_per_kv)
 
     def _plan_decode(self, batch, rows, seqs, page_size) -> _DecodeGroup:
         lengths = torch.tensor([batch.context_lens[s] for s in seqs])
@@ -79,12 +109,13 @@ class PagedAttentionPlan:
         slots = torch.where(valid, slots, torch.zeros_like(slots))
         mask = None if bool(valid.all()) else valid[:, None, None, :]
         covers_all = len(rows) == self.num_tokens
-        return _DecodeGroup(torch.tensor(rows), slots.reshape(-1), max_len, mask, covers_all)
+        return _DecodeGroup(torch.tensor(rows), slots.reshape(-1), max_len, mask, covers_all, lengths)
 
     def attend(
-        self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, scale: float
+        self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, scale: float, window: int = 0
     ) -> torch.Tensor:
-        """q: (T, H, D) new-token queries; caches: (slots, KVH, D) already holding this step's K/V.
+        """q: (T, H, D) new-token queries; caches: (slots, KVH, D) already holding this step's K/V; window: the
+        layer's sliding window (0: none).
 
         Returns (T, H * D).
         """
@@ -93,11 +124,13 @@ class PagedAttentionPlan:
         group = self.queries_per_kv
         decode = self.decode
         if decode is not None and decode.covers_all_tokens:
-            return self._attend_decode(q, k_cache, v_cache, scale).reshape(num_tokens, num_heads * head_dim)
+            return self._attend_decode(q, k_cache, v_cache, scale, window).reshape(
+                num_tokens, num_heads * head_dim
+            )
         out = q.new_empty(num_tokens, num_heads * head_dim)
         if decode is not None:
             out[decode.token_index] = self._attend_decode(
-                q[decode.token_index], k_cache, v_cache, scale
+                q[decode.token_index], k_cache, v_cache, scale, window
             ).reshape(-1, num_heads * head_dim)
         for chunk in self.prefills:
             query_len = chunk.end - chunk.start
@@ -106,12 +139,13 @@ class PagedAttentionPlan:
             qs = qs.reshape(kv_heads, query_len * group, head_dim)
             ks = k_cache.index_select(0, chunk.slots).transpose(0, 1)  # (KVH, L, D)
             vs = v_cache.index_select(0, chunk.slots).transpose(0, 1)
-            attended = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=chunk.mask, scale=scale)
+            mask = chunk.mask_for(window)
+            attended = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, scale=scale)
             attended = attended.view(kv_heads, query_len, group, head_dim).transpose(0, 1)
             out[chunk.start : chunk.end] = attended.reshape(query_len, num_heads * head_dim)
         return out
 
-    def _attend_decode(self, q, k_cache, v_cache, scale) -> torch.Tensor:
+    def _attend_decode(self, q, k_cache, v_cache, scale, window) -> torch.Tensor:
         decode = self.decode
         batch, num_heads, head_dim = q.shape
         kv_heads = k_cache.shape[1]
@@ -126,4 +160,4 @@ class PagedAttentionPlan:
             .view(batch, decode.max_len, kv_heads, head_dim)
             .transpose(1, 2)
         )
-        return F.scaled_dot_product_attention(qs, ks, vs, attn_mask=decode.mask, scale=scale)
+        return F.scaled_dot_product_attention(qs, ks, vs, attn_mask=decode.mask_for(window), scale=scale)

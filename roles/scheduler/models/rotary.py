@@ -1,4 +1,6 @@
-"""Rotary position embedding (HF rotate_half layout) with the file's theta and optional rope_scaling."""
+"""Rotary position embedding (HF rotate_half layout) with the file's theta and optional rope_scaling:
+linear, llama3, a GGUF's per-frequency factors (``frequency_factors``, llama.cpp's rope_freqs) and Phi-3's
+longrope (short factors before the original context, long ones from there on, cos/sin scaled)."""
 
 from __future__ import annotations
 
@@ -36,7 +38,14 @@ def rope_inverse_frequencies(head_dim: int, theta: float, scaling: dict | None) 
         return inv_freq / float(scaling["factor"])
     if kind == "llama3":
         return _llama3_inv_freq(inv_freq, scaling)
-    raise ValueError(f"rope_scaling type {kind!r} is not supported (supported: default, linear, llama3)")
+    if kind == "frequency_factors":
+        return inv_freq / torch.tensor(scaling["factors"], dtype=torch.float32)
+    if kind == "longrope":  # the short factors; RotaryEmbedding switches to the long ones
+        return 1.0 / (torch.tensor(scaling["short_factor"], dtype=torch.float32) * theta**exponents)
+    raise ValueError(
+        f"rope_scaling type {kind!r} is not supported "
+        "(supported: default, linear, llama3, frequency_factors, longrope)"
+    )
 
 
 class RotaryEmbedding:
@@ -44,11 +53,28 @@ class RotaryEmbedding:
 
     def __init__(self, head_dim: int, theta: float, scaling: dict | None):
         self.inv_freq = rope_inverse_frequencies(head_dim, theta, scaling)
+        self.long_inv_freq = None  # longrope: from position long_from on
+        self.long_from = 0
+        self.magnitude = 1.0  # cos and sin scaled by it (longrope's attention factor)
+        if scaling is not None and scaling.get("rope_type") == "longrope":
+            exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim
+            self.long_inv_freq = 1.0 / (
+                torch.tensor(scaling["long_factor"], dtype=torch.float32) * theta**exponents
+            )
+            self.long_from = int(scaling["original_max_position_embeddings"])
+            self.magnitude = float(scaling["attention_factor"])
 
     def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """positions (T,) -> cos, sin of shape (T, 1, head_dim), broadcast over heads."""
-        freqs = positions.to(torch.float32)[:, None] * self.inv_freq[None, :]
+        places = positions.to(torch.float32)[:, None]
+        freqs = places * self.inv_freq[None, :]
+        if self.long_inv_freq is not None:
+            freqs = torch.where(
+                positions[:, None] >= self.long_from, places * self.long_inv_freq[None, :], freqs
+            )
         angles = torch.cat((freqs, freqs), dim=-1)
+        if self.magnitude != 1.0:
+            return (angles.cos() * self.magnitude)[:, None, :], (angles.sin() * self.magnitude)[:, None, :]
         return angles.cos()[:, None, :], angles.sin()[:, None, :]
 
 

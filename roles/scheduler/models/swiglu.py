@@ -1,6 +1,7 @@
-"""The SwiGLU feed-forward, down(silu(gate(x)) * up(x)), with gate|up fused into one linear.
+"""The gated feed-forward, down(act(gate(x)) * up(x)), with gate|up fused into one linear: SwiGLU (act = SiLU)
+for most families, GeGLU with tanh-approximated GELU for Gemma.
 
-The dense decoder layer holds its two linears itself (``swiglu``); each expert of a mixture is a ``SwiGLU``.
+The dense decoder layer holds its two linears itself (``gated_mlp``); each expert of a mixture is a ``SwiGLU``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,16 @@ from roles.scheduler.models.quantized_linear import linear_for
 def swiglu(gate_up_proj: nn.Module, down_proj: nn.Module, x: torch.Tensor) -> torch.Tensor:
     gate, up = gate_up_proj(x).chunk(2, dim=-1)
     return down_proj(F.silu(gate) * up)
+
+
+def gated_mlp(
+    gate_up_proj: nn.Module, down_proj: nn.Module, x: torch.Tensor, activation: str
+) -> torch.Tensor:
+    """``activation``: "silu" (SwiGLU) or "gelu_tanh" (Gemma's GELU, tanh approximation)."""
+    if activation == "silu":
+        return swiglu(gate_up_proj, down_proj, x)
+    gate, up = gate_up_proj(x).chunk(2, dim=-1)
+    return down_proj(F.gelu(gate, approximate="tanh") * up)
 
 
 class SwiGLU(nn.Module):

@@ -54,7 +54,9 @@ def test_unsupported_model_type_is_named(tmp_path):
     config = json.loads((folder / "config.json").read_text())
     config.update(model_type="gpt2", architectures=["GPT2LMHeadModel"])
     (folder / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ModelFileError, match=r"gpt2.*supported: llama, mixtral, qwen2_moe"):
+    with pytest.raises(
+        ModelFileError, match=r"gpt2.*supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"
+    ):
         HFCheckpoint(folder)
 
 

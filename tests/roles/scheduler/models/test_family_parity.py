@@ -1,0 +1,77 @@
+"""Every family, from its Hugging Face folder and from the GGUF llama.cpp's converter makes of it, decodes greedily
+token-for-token like transformers' generate on the folder: each prompt alone in exact mode, and all of them in
+one batch with chunked prefill in exact and auto modes (these float32 weights keep their values in auto). The prompts are longer than every sliding window.
+
+Mistral's GGUF is the exception that proves the rule: llama.cpp's converter writes a Mistral folder as a plain
+``llama`` file without its window (llama.cpp then runs it with full attention), so its reference is the same
+folder with ``sliding_window`` unset.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+
+from roles.protocol import SamplingFields
+from roles.scheduler.engine.core import Engine
+from roles.scheduler.engine.settings import engine_config
+from tests.family_checkpoints import FAMILY_CHECKPOINTS, write_family_checkpoint
+from tests.llama_cpp_converter import convert_to_gguf
+
+NEW_TOKENS = 24
+GREEDY = SamplingFields(temperature=0, max_tokens=NEW_TOKENS, ignore_eos=True)
+PROMPTS = [list(range(40, 64)), [5, 17, 200, 3, 99, 42, 7, 8, 250, 1, 2, 3, 11, 13, 19, 23, 29, 31], [250, 7]]
+# family -> what the GGUF's reference folder changes (llama.cpp's converter drops Mistral's window)
+GGUF_REFERENCE_OVERRIDES = {"mistral": {"sliding_window": None}}
+
+
+def _greedy(folder, overrides: dict) -> list[list[int]]:
+    config = transformers.AutoConfig.from_pretrained(folder)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, config=config, dtype=torch.float32)
+    model.generation_config.eos_token_id = None
+    out = []
+    for prompt in PROMPTS:
+        ids = torch.tensor([prompt])
+        with torch.inference_mode():
+            tokens = model.generate(
+                ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS, do_sample=False
+            )
+        out.append(tokens[0, len(prompt) :].tolist())
+    return out
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILY_CHECKPOINTS))
+def family(request, tmp_path_factory):
+    """(family, folder, GGUF path, transformers' continuations for the folder, for the GGUF), made once."""
+    name = request.param
+    root = tmp_path_factory.mktemp(name)
+    folder = write_family_checkpoint(name, root / "hf")
+    gguf = convert_to_gguf(folder, root / f"{name}.gguf")
+    expected = _greedy(folder, {})
+    overrides = GGUF_REFERENCE_OVERRIDES.get(name)
+    return name, str(folder), str(gguf), expected, _greedy(folder, overrides) if overrides else expected
+
+
+def _engine(path: str, weight_dtype: str = "exact", **overrides) -> Engine:
+    settings = dict(max_running_requests=8, chunked_prefill_size=16, kv_cache_tokens=1024, page_size=8)
+    return Engine(engine_config(model_path=path, weight_dtype=weight_dtype, **{**settings, **overrides}))
+
+
+@pytest.mark.parametrize("form", ["hf", "gguf"])
+def test_each_prompt_alone_matches_transformers(family, form):
+    name, folder, gguf, expected, expected_gguf = family
+    path, reference = (folder, expected) if form == "hf" else (gguf, expected_gguf)
+    engine = _engine(path, enable_prefix_cache=False)
+    assert [engine.generate([p], GREEDY)[0] for p in PROMPTS] == reference
+
+
+@pytest.mark.parametrize("weight_dtype", ["exact", "auto"])
+@pytest.mark.parametrize("form", ["hf", "gguf"])
+def test_one_batch_with_chunked_prefill_matches_transformers(family, form, weight_dtype):
+    name, folder, gguf, expected, expected_gguf = family
+    path, reference = (folder, expected) if form == "hf" else (gguf, expected_gguf)
+    # The 24-token prompt is prefilled in chunks of 16 while the others already decode.
+    assert _engine(path, weight_dtype).generate(PROMPTS, GREEDY) == reference
