@@ -96,6 +96,7 @@ class Supervisor:
         self.gatherer = InspectGatherer(self.control)
         self.frames = FrameCounter()
         self.ready: dict[str, Ready] = {}
+        self.spawned_at: dict[str, float] = {}  # monotonic, per child name
         self.liveness = Liveness(
             self.settings.late_after_s, self.settings.heartbeat_timeout_s, self.settings.stall_timeout_s
         )
@@ -136,6 +137,12 @@ class Supervisor:
         self.ready[name] = message
         self.liveness.heard(name)
         log.info("%s ready (pid %d)", name, message.pid)
+        if name in self.spawned_at:
+            log.debug(
+                "%s start-up: READY %.3f s after the launcher spawned it",
+                name,
+                time.monotonic() - self.spawned_at[name],
+            )
         if message.role == "tokenizer":
             self.health_sent = None  # a new front starts unhealthy until told
 
@@ -143,6 +150,7 @@ class Supervisor:
     def start(self, specs: list[ChildSpec]) -> None:
         """Spawn every child, then wait until each reported READY with the launcher's fingerprint."""
         for spec in specs:
+            self.spawned_at[spec.name] = time.monotonic()
             self.children.start(spec)
         timeout = self.settings.startup_timeout_s
         deadline = time.monotonic() + timeout
@@ -249,6 +257,7 @@ class Supervisor:
         if policy == "on-failure" and restarts < max_restarts:
             self.children.num_restarts[spec.name] = restarts + 1
             print(f"roleserve: {what}; restarting it ({restarts + 1}/{max_restarts})", file=sys.stderr)
+            self.spawned_at[spec.name] = time.monotonic()
             self.children.start(spec)
             return True
         detail = "launcher.restart_policy: never" if policy == "never" else f"{max_restarts} restarts used"

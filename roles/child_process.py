@@ -32,6 +32,7 @@ from roles.protocol import (
     encode,
 )
 from roles.sockets import connect
+from roles.startup_phases import StartupPhases
 from runtime_context import ResolvedConfig, get_context, publish
 from runtime_context.inspect_report import live_entry
 
@@ -87,8 +88,10 @@ class ChildLink:
         self.facts: dict = {}
         self._last_heartbeat = 0.0
         self._beat_thread: HeartbeatThread | None = None
+        self.startup = STARTUP  # the role marks its own build steps: link.startup.mark("load model")
 
     def send_ready(self) -> None:
+        self.startup.report(self.spec.name)
         context = get_context()
         view = context.view
         assert view is not None and context.fingerprint is not None
@@ -134,6 +137,11 @@ class ChildLink:
             self.handle_control_frame(self.control.recv())
 
 
+# Created when this module is imported, the first thing child_main needs: the phases before it count as the
+# process's start (interpreter, unpickling the spec).
+STARTUP = StartupPhases()
+
+
 def publish_role(spec: ChildSpec, wire: dict) -> None:
     """First act of every role process: publish its projection of the one resolved config, before building
     anything; then log as the role."""
@@ -152,6 +160,7 @@ def run_entry(spec: ChildSpec, endpoints: Endpoints) -> None:
     """Run the role's entry with its control channel until the role returns."""
     module_name, _, function_name = spec.entry.partition(":")
     entry = getattr(importlib.import_module(module_name), function_name)
+    STARTUP.mark(f"import {module_name}")
     link = ChildLink(spec, endpoints)
     try:
         entry(link)
@@ -164,6 +173,7 @@ def run_entry(spec: ChildSpec, endpoints: Endpoints) -> None:
 def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, launcher_pid: int) -> None:
     die_with_parent(launcher_pid)
     publish_role(spec, wire)
+    STARTUP.mark("publish the config")
     # The launcher owns shutdown: a terminal's Ctrl-C reaches the whole process group, ignore it here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     run_entry(spec, endpoints)

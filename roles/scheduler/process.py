@@ -50,6 +50,7 @@ def main(link: ChildLink) -> None:
         from roles.scheduler.expert_parallel.shard import current_shard_for
 
         shard_for = current_shard_for(group, link.endpoints.ep_placement)
+        link.startup.mark("join the expert-parallel group")
     log.info(
         "loading %s (weights %s, %d threads%s)",
         config.model_path,
@@ -58,7 +59,9 @@ def main(link: ChildLink) -> None:
         f", expert-parallel rank {group.rank} of {group.size}" if group else "",
     )
     model, shape, backup = model_from_sources(link, config, shard_for)
+    link.startup.mark("load the model")
     engine = Engine(config, (model, shape) if model is not None else None, expert_shard_for=shard_for)
+    link.startup.mark("build the engine")
     if engine.expert_shard is not None:
         placement = engine.expert_shard.placement
     elif engine.shape.num_experts:
@@ -79,6 +82,7 @@ def main(link: ChildLink) -> None:
     link.facts["family"] = family_facts(config.model_path)
     link.facts["weights"] = report_weight_formats(config.model_path, config.weight_dtype)
     link.facts["kernels"] = report_kernel_path(config.kernel_isa, config.weight_dtype)
+    link.startup.mark("read the model's facts")
     if group is None:
         server = SchedulerServer(link, engine, recorder_dir_from_context())
     else:

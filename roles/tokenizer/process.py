@@ -144,6 +144,7 @@ async def note_worker_metrics(state: FrontState) -> None:
 async def serve(link: ChildLink) -> None:
     model, http, chat_template = get_model(), get_http(), get_tokenizer().chat_template
     tokenizer = load_text_tokenizer(model.path, chat_template)
+    link.startup.mark("load the tokenizer")
     context = zmq.asyncio.Context.shadow(link.zmq_context.underlying)
     client = EngineClient(link.endpoints, link.spec.instance, context)
     settings = FrontSettings.from_context()
@@ -155,6 +156,7 @@ async def serve(link: ChildLink) -> None:
         state.embed_client = EmbedClient(link.endpoints, link.spec.instance, context)
     app = create_app(state, tuple(http.cors_origins))
     listener = bind_listener(http.host, http.port)
+    link.startup.mark("build the app and bind the listener")
     config = uvicorn.Config(
         app, loop="none", log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1
     )
