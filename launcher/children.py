@@ -7,6 +7,8 @@ import signal
 import weakref
 from multiprocessing.process import BaseProcess
 
+from launcher.preloaded_parent import preloaded_parent_pid, start_preloading
+from launcher.role_list import ROLES
 from roles.child_process import ChildSpec, child_main
 from roles.endpoints import Endpoints
 from runtime_context import ResolvedConfig
@@ -50,6 +52,7 @@ class ChildProcesses:
     def __init__(self, resolved: ResolvedConfig, endpoints: Endpoints, launcher_pid: int, placement=None):
         """placement: a launcher/ray_placement.RayPlacement when scheduler replicas run as ray actors."""
         self._spawn = multiprocessing.get_context("spawn")
+        self._fork_preloaded = multiprocessing.get_context("forkserver")
         self.placement = placement
         self.resolved = resolved
         self.endpoints = endpoints
@@ -65,9 +68,14 @@ class ChildProcesses:
         if self.placement is not None and spec.role == "scheduler":
             process = self.placement.start(spec, wire, self.endpoints)
         else:
-            process = self._spawn.Process(
+            if spec.preload:
+                start_preloading(ROLES)  # `serve` started it before resolving; in-process users start it here
+                context, parent_pid = self._fork_preloaded, preloaded_parent_pid()
+            else:
+                context, parent_pid = self._spawn, self.launcher_pid
+            process = context.Process(
                 target=child_main,
-                args=(spec, wire, self.endpoints, self.launcher_pid),
+                args=(spec, wire, self.endpoints, parent_pid),
                 name=f"roleserve-{spec.name}",
                 daemon=False,
             )

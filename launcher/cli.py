@@ -12,9 +12,11 @@ from launcher.constraints import LAUNCHER_CONSTRAINTS
 from launcher.derivations import LAUNCHER_RULES
 from launcher.live_inspect import LiveInspectError, fetch_live_entries
 from launcher.model_commands import add_model_commands, run_model_command
+from launcher.preloaded_parent import start_preloading
 from launcher.role_facts import offline_facts
 from launcher.role_list import LAUNCHER, ROLES
 from launcher.settings_help import settings_reference
+from roles.startup_phases import StartupPhases
 from runtime_context import EXIT_CONFIG_ERROR, ConfigError, ResolvedConfig, get_http, publish, resolve
 from runtime_context.audit import audit, render_audit
 from runtime_context.cli_env_sources import SHORT_FLAGS
@@ -131,7 +133,11 @@ def resolve_from_args(args: argparse.Namespace) -> ResolvedConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    startup = StartupPhases()
     args = build_parser().parse_args(argv)
+    if args.command is None:  # the server: its heavy roles' imports start now, beside resolving the config
+        start_preloading(ROLES)
+    startup.mark("read the command line")
     if args.command == "roles" and args.action == "list":  # the declarations alone, no configuration
         sys.stdout.write(ROLES.markdown_table())
         return 0
@@ -146,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    startup.mark("resolve the config")
     if args.command == "config":
         if args.action == "validate":
             print(f"configuration is valid (fingerprint {resolved.fingerprint})")
@@ -162,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # would reach every role, projected or not.
     for name in [name for name in os.environ if name.startswith(ENV_PREFIX)]:
         del os.environ[name]
-    return run_server(resolved)
+    return run_server(resolved, startup)
 
 
 def _roles(args: argparse.Namespace, resolved: ResolvedConfig) -> int:

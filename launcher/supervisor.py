@@ -34,6 +34,7 @@ from roles.protocol import (
 )
 from roles.shared_weights.asking import WeightCacheUnavailable
 from roles.sockets import bind
+from roles.startup_phases import StartupPhases
 from runtime_context import (
     EXIT_CONFIG_ERROR,
     ConfigError,
@@ -289,7 +290,10 @@ class Supervisor:
             pass  # a child that is gone cannot be told; stop_all handles it
 
 
-def run_server(resolved: ResolvedConfig) -> int:
+def run_server(resolved: ResolvedConfig, startup: StartupPhases | None = None) -> int:
+    """startup: the launcher's phases so far (the CLI's), continued here and logged at debug once every role
+    is READY."""
+    startup = startup or StartupPhases()
     publish(resolved, role="launcher", projection=LAUNCHER.projection)
     logging.basicConfig(
         level=get_observability().log_level.upper(), format="%(asctime)s launcher %(levelname)s: %(message)s"
@@ -298,6 +302,7 @@ def run_server(resolved: ResolvedConfig) -> int:
     if taken is not None:
         print(ConfigError([taken]).render(), file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    startup.mark("check the port")
     try:
         supervisor = Supervisor(resolved)
     except WeightCacheUnavailable as error:  # weight_cache.persist: the daemon's dir or start failed
@@ -315,7 +320,10 @@ def run_server(resolved: ResolvedConfig) -> int:
     http = get_http()
     code = 0
     try:
+        startup.mark("prepare the runtime dir and sockets")
         supervisor.start(child_specs(supervisor.endpoints))
+        startup.mark("spawn every role and wait for READY")
+        startup.report("launcher")
         print(
             f"roleserve ready on http://{http.host}:{http.port} (config fingerprint {resolved.fingerprint[:16]})",
             flush=True,

@@ -22,7 +22,7 @@ from runtime_context import get_encoder, get_expert_backup, get_parallel, get_to
 
 def _spec(role: RoleDescription, instance: int) -> ChildSpec:
     assert role.entry is not None, f"role {role.name} has no process entry"
-    return ChildSpec(role.name, instance, role.entry, role.projection, role.serves_requests)
+    return ChildSpec(role.name, instance, role.entry, role.projection, role.serves_requests, role.preload)
 
 
 def num_encoders() -> int:

@@ -1,7 +1,8 @@
 """What every role process does first: die with the launcher, publish its role, report READY.
 
-The launcher spawns `child_main` (spawn start method) with the role's projection of the resolved record in
-wire form; the role's entry then runs with a ChildLink for its control channel.
+The launcher spawns `child_main` (spawn start method; roles that preload are forked from the launcher's
+preloaded parent, launcher/preloaded_parent.py) with the role's projection of the resolved record in wire
+form; the role's entry then runs with a ChildLink for its control channel.
 """
 
 from __future__ import annotations
@@ -46,25 +47,41 @@ class ChildSpec:
     entry: str  # "package.module:function", called with a ChildLink
     projection: frozenset[str]  # the namespaces the role declares: what it publishes and receives
     serves_requests: bool = False  # requests wait on it (RoleDescription.serves_requests)
+    preload: bool = False  # forked from the preloaded parent (RoleDescription.preload)
 
     @property
     def name(self) -> str:
         return f"{self.role}[{self.instance}]"
 
 
-def die_with_parent(launcher_pid: int) -> None:
-    """PR_SET_PDEATHSIG covers a SIGKILLed launcher; the pid watch covers the race before prctl ran."""
+def let_go_of_preloaded_parent() -> None:
+    """A process forked from the launcher's preloaded parent (the forkserver) inherits the pipe by which that
+    parent knows the launcher lives: held here, it would keep the parent, and through PR_SET_PDEATHSIG this
+    process, alive after a SIGKILLed launcher. No role starts processes through it, so close it."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver  # the standard library's one instance; no public accessor
+    if getattr(server, "_forkserver_alive_fd", None) is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = None
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """PR_SET_PDEATHSIG covers a SIGKILLed parent; the pid watch covers the race before prctl ran.
+
+    The parent is the launcher, or for a preloaded role the launcher's preloaded parent, which exits when
+    the launcher does."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except OSError:
         pass
-    if os.getppid() != launcher_pid:
+    if os.getppid() != parent_pid:
         os._exit(1)
 
     def watch() -> None:
         while True:
-            if os.getppid() != launcher_pid:
+            if os.getppid() != parent_pid:
                 os._exit(1)
             time.sleep(0.5)
 
@@ -137,8 +154,9 @@ class ChildLink:
             self.handle_control_frame(self.control.recv())
 
 
-# Created when this module is imported, the first thing child_main needs: the phases before it count as the
-# process's start (interpreter, unpickling the spec).
+# Begun again by child_main, the first thing a role process runs: the phases before it count as the process's
+# start (interpreter and unpickling the spec after a spawn; next to nothing after a fork from the preloaded
+# parent, which imported this module).
 STARTUP = StartupPhases()
 
 
@@ -170,8 +188,10 @@ def run_entry(spec: ChildSpec, endpoints: Endpoints) -> None:
         link.control.close(linger=1000)
 
 
-def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, launcher_pid: int) -> None:
-    die_with_parent(launcher_pid)
+def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, parent_pid: int) -> None:
+    STARTUP.begin()
+    let_go_of_preloaded_parent()
+    die_with_parent(parent_pid)
     publish_role(spec, wire)
     STARTUP.mark("publish the config")
     # The launcher owns shutdown: a terminal's Ctrl-C reaches the whole process group, ignore it here.

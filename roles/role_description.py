@@ -19,6 +19,9 @@ class RoleDescription:
     summary: str  # one line: what the role does (inspect, README)
     collector: str | None  # "package.module:Class" of its metrics collector, if it has one
     serves_requests: bool  # requests wait on it: while it is late or down, /health answers 503
+    # Its entry module's imports dominate its start-up (torch): its processes are forked from a parent that
+    # imported that module while the launcher was still starting (launcher/preloaded_parent.py).
+    preload: bool
 
     def __init__(
         self,
@@ -28,6 +31,7 @@ class RoleDescription:
         summary: str,
         collector: str | None = None,
         serves_requests: bool = False,
+        preload: bool = False,
     ):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "projection", check_projection(name, projection))
@@ -35,3 +39,4 @@ class RoleDescription:
         object.__setattr__(self, "summary", summary)
         object.__setattr__(self, "collector", collector)
         object.__setattr__(self, "serves_requests", serves_requests)
+        object.__setattr__(self, "preload", preload)

@@ -25,6 +25,11 @@ class StartupPhases:
     """Marks the end of each phase; `report` logs them with the process's age at READY."""
 
     def __init__(self) -> None:
+        self.begin()
+
+    def begin(self) -> None:
+        """Count from this process's creation again: in a process forked from one that made this object (the
+        preloaded parent), the phases so far were that process's."""
         age = process_age_s()
         now = time.monotonic()
         self._origin = now - age if age is not None else None

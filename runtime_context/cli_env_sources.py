@@ -16,6 +16,7 @@ SHORT_FLAGS: Mapping[str, str] = {
     "--host": "http.host",
     "--port": "http.port",
     "--dp-size": "parallel.dp_size",
+    "--log-level": "observability.log_level",
 }
 
 _ENV_NAMES = {s.env_name: s.key for s in SETTINGS.values()}

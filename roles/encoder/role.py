@@ -8,4 +8,5 @@ ROLE = RoleDescription(
     "roles.encoder.process:main",
     "embedding model for /v1/embeddings",
     serves_requests=True,
+    preload=True,
 )

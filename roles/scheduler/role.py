@@ -19,4 +19,5 @@ ROLE = RoleDescription(
     "continuous batching, paged KV cache with prefix reuse, chunked prefill, model runner, sampling; "
     "with parallel.ep_size > 1 one expert-parallel rank",
     serves_requests=True,
+    preload=True,
 )

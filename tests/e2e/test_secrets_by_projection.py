@@ -19,7 +19,9 @@ def test_the_api_key_reaches_only_the_http_front(tiny_model, tmp_path):
         processes = httpx.get(server.url + "/roles", headers=headers, timeout=30).json()["processes"]
         assert API_KEY not in str(processes)
         by_role = {p["role"]: p for p in processes}
-        for role in ("scheduler", "tokenizer"):  # spawned after the launcher cleared the config environment
+        # The tokenizer is spawned after the launcher cleared the config environment; the scheduler is forked from
+        # the preloaded parent, started without it.
+        for role in ("scheduler", "tokenizer"):
             environ = open(f"/proc/{by_role[role]['pid']}/environ", "rb").read()
             assert API_KEY.encode() not in environ, role
         leaves = {leaf["key"]: leaf for leaf in by_role["scheduler"]["leaves"]}

@@ -110,6 +110,8 @@ def test_config_show_json_has_every_leaf_with_source(tmp_path):
         "schedule.max_running_requests=9",
         "--dp-size",
         "2",
+        "--log-level",
+        "debug",
         "--format",
         "json",
         env={"ROLESERVE_MEMORY__PAGE_SIZE": "32"},
@@ -122,6 +124,7 @@ def test_config_show_json_has_every_leaf_with_source(tmp_path):
     assert shown["http.api_key"] == {"key": "http.api_key", "value": "***", "source": f"file {cfg}:3:12"}
     assert shown["schedule.max_running_requests"]["source"] == "cli --set schedule.max_running_requests"
     assert shown["parallel.dp_size"] == {"key": "parallel.dp_size", "value": 2, "source": "cli --dp-size"}
+    assert shown["observability.log_level"]["source"] == "cli --log-level"
     assert shown["memory.page_size"]["source"] == "env ROLESERVE_MEMORY__PAGE_SIZE"
     assert shown["exec.threads"]["source"].startswith("derived available_cpus")
 

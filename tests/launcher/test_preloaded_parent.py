@@ -1,0 +1,27 @@
+"""The preloaded parent imports the modules of the roles that preload (torch's), and those imports must work
+in a process that has published no configuration: a module that read a setting at import would fail there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from launcher.preloaded_parent import preload_modules
+from launcher.role_list import ROLES
+
+
+def test_the_roles_that_import_torch_preload_and_the_others_do_not():
+    modules = preload_modules(ROLES)
+    assert "roles.scheduler.process" in modules
+    assert "roles.encoder.process" in modules
+    assert "roles.tokenizer.process" not in modules  # spawned: its imports run beside the preload
+    assert modules[:2] == ["__main__", "roles.child_process"]
+
+
+def test_every_preloaded_module_imports_without_a_published_configuration():
+    modules = [name for name in preload_modules(ROLES) if name != "__main__"]
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
