@@ -22,7 +22,7 @@ CONVERTER = pathlib.Path(__file__).resolve().parents[1] / ".cache" / "llama-cpp-
 
 _RUN_CONVERTER = """
 import runpy, sys
-converter = sys.argv[1]
+converter, folder = sys.argv[1], sys.argv[2]
 sys.path[:0] = [converter, converter + "/gguf-py"]
 import conversion.base as base
 
@@ -35,17 +35,24 @@ def pre_tokenizer(self, tokenizer):
         return "gpt-2"
 
 base.TextModel.get_vocab_base_pre = pre_tokenizer
-sys.argv = [converter + "/convert_hf_to_gguf.py"] + sys.argv[2:]
-runpy.run_path(sys.argv[0], run_name="__main__")
+for outtype, outfile in zip(sys.argv[3::2], sys.argv[4::2]):  # one process for every type: its imports once
+    sys.argv = [converter + "/convert_hf_to_gguf.py", folder, "--outfile", outfile, "--outtype", outtype]
+    runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
 def convert_to_gguf(folder: pathlib.Path, out: pathlib.Path, outtype: str = "f32") -> pathlib.Path:
     """``folder`` converted by llama.cpp's convert_hf_to_gguf.py into ``out`` (f32: the same numbers)."""
+    return convert_to_ggufs(folder, {outtype: out})[outtype]
+
+
+def convert_to_ggufs(folder: pathlib.Path, outs: dict[str, pathlib.Path]) -> dict[str, pathlib.Path]:
+    """``folder`` converted once per ``--outtype`` (f32, f16, bf16, q8_0, ...) into the path given for it."""
     converter = required(CONVERTER / "convert_hf_to_gguf.py").parent
     command = [sys.executable, "-c", _RUN_CONVERTER, str(converter), str(folder)]
-    command += ["--outfile", str(out), "--outtype", outtype]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    for outtype, out in outs.items():
+        command += [outtype, str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"convert_hf_to_gguf.py failed on {folder}:\n{done.stderr[-4000:]}")
-    return out
+    return dict(outs)
