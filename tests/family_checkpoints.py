@@ -1,7 +1,8 @@
 """Tiny random checkpoints of every family, written by transformers' own config and model
 classes, with the byte-level BPE tokenizer of ``tests.tiny_checkpoint`` so a folder also converts and serves.
 
-Each family sets what makes it itself: Llama 3's llama3 rope scaling (converted into a GGUF's rope_freqs.weight),
+Norm weights and biases are moved off the values transformers starts them at (ones, zeros), so that every
+norm and bias a family adds is tested. Each family sets what makes it itself: Llama 3's llama3 rope scaling (converted into a GGUF's rope_freqs.weight),
 Mistral's and Phi-3's sliding windows, Qwen 2's biases, Qwen 3's Q/K norms, Gemma 3's six layers (five local, one
 global: llama.cpp's pattern) with soft-capping, and the experts of Mixtral, Qwen2-MoE (with its shared
 expert) and Qwen3-MoE. Windows are 8 or 16 positions, shorter
@@ -108,6 +109,10 @@ def write_family_checkpoint(family: str, path, **overrides) -> pathlib.Path:
     config = getattr(transformers, config_class)(**{**_SHARED, **fields, **overrides})
     torch.manual_seed(0)
     model = getattr(transformers, model_class)(config).to(torch.float32)
+    with torch.no_grad():  # transformers starts norms at 1 (Gemma's at 0) and biases at 0: nothing to test
+        for param in model.parameters():
+            if param.dim() == 1:
+                param.add_(0.1 * torch.randn_like(param))
     model.save_pretrained(folder, safe_serialization=True)
     _write_tokenizer(folder, min(config.vocab_size, 320))
     if model_class == "Phi3ForCausalLM":

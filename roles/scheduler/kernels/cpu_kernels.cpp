@@ -1,6 +1,7 @@
 // roleserve's CPU kernels, called through ctypes (GIL released): linears over a GGUF's own blocks of any
-// tensor type for any number of rows, embedding-row lookup, and one whole Llama decode step (every sequence
-// adds one token) in a single call.
+// tensor type for any number of rows, embedding-row lookup, and one whole decode step of Llama's layer (with
+// Qwen's Q/K/V biases or per-head Q/K norms where a family has them; every sequence adds one token) in a
+// single call.
 //
 // This file is compiled once per instruction set (isa_*.cpp set the target and name the entry points with
 // RS_ENTRY); dispatch.cpp exports the entry points and calls the set chosen for this CPU.
@@ -11,6 +12,7 @@
 // (sequence, KV head). OpenMP is libgomp, the runtime torch itself loads, so both share one thread pool.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -33,6 +35,9 @@ struct rs_layer {
     rs_linear o;              // hidden rows
     rs_linear gate_up;        // 2 * intermediate rows: gate | up
     rs_linear down;           // hidden rows
+    const float* qkv_bias;    // (qkv rows,) added to Q | K | V, or null (Qwen 2)
+    const float* q_norm;      // (head_dim,) RMSNorm over each query head before the rotation, or null (Qwen 3)
+    const float* k_norm;      // (head_dim,) the same over each key head; set with q_norm
 };
 
 struct rs_model {
@@ -196,7 +201,7 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
     std::vector<float> hidden(B * H), normed(B * H), qkv(B * qkv_size), attended(B * q_size), proj(B * H),
         gate_up(B * 2 * inter), act(B * inter), cos(B * half), sin(B * half),
         scores(B * int64_t(m.heads) * longest);
-    const int64_t widest = H > q_size ? (H > inter ? H : inter) : (q_size > inter ? q_size : inter);
+    const int64_t widest = std::max({H, q_size, inter});
     std::vector<uint16_t> bf16(rs_bf16_scratch(B, widest));
     uint16_t* const xb = bf16.empty() ? nullptr : bf16.data();
     const int64_t group = m.heads / m.kv_heads;
@@ -222,6 +227,11 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s) {
                 float* row = &qkv[s * qkv_size];
+                if (layer.qkv_bias)
+                    for (int64_t i = 0; i < qkv_size; ++i) row[i] += layer.qkv_bias[i];
+                if (layer.q_norm)
+                    for (int64_t h = 0; h < m.heads + m.kv_heads; ++h)
+                        rms_norm_row(row + h * D, h < m.heads ? layer.q_norm : layer.k_norm, D, m.eps, row + h * D);
                 for (int64_t h = 0; h < m.heads + m.kv_heads; ++h) rotate(row + h * D, &cos[s * half], &sin[s * half], half);
                 std::memcpy(k_cache + batch.slots[s] * kv_size, row + q_size, sizeof(float) * kv_size);
                 std::memcpy(v_cache + batch.slots[s] * kv_size, row + q_size + kv_size, sizeof(float) * kv_size);

@@ -15,7 +15,7 @@ import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
@@ -52,6 +52,9 @@ class RsLayer(ctypes.Structure):
         ("o", RsLinear),
         ("gate_up", RsLinear),
         ("down", RsLinear),
+        ("qkv_bias", _ptr),  # null when the family has none
+        ("q_norm", _ptr),
+        ("k_norm", _ptr),
     ]
 
 

@@ -1,4 +1,5 @@
-"""A whole decode step of our Llama in one kernel call (``exec.weight_dtype: auto``).
+"""A whole decode step of Llama's layer in one kernel call (``exec.weight_dtype: auto``), with Qwen 2's Q/K/V
+biases and Qwen 3's per-head Q/K norms where the family has them.
 
 When every sequence of a step adds exactly one token, the model's layers, attention over the paged
 cache, final norm and logits run in ``rs_decode_step`` (kernels/cpu_kernels.cpp): one call and one
@@ -22,14 +23,20 @@ def _layer_linears(layer) -> list:
     return [layer.qkv_proj, layer.o_proj, layer.gate_up_proj, layer.down_proj]
 
 
+def _pointer(vector) -> int | None:
+    """A float32 vector's address for the C struct, or None (NULL) when the layer has no such vector."""
+    return None if vector is None else vector.data_ptr()
+
+
 class NativeDecodePlan:
     def __init__(self, model):
         shape = model.shape
         layers = (native.RsLayer * shape.num_layers)()
         for index, layer in enumerate(model.layers):
             views = [module.kernel_view() for module in _layer_linears(layer)]
+            optional = [_pointer(layer.qkv_bias), _pointer(layer.q_norm), _pointer(layer.k_norm)]
             layers[index] = native.RsLayer(
-                layer.input_norm.data_ptr(), layer.post_attention_norm.data_ptr(), *views
+                layer.input_norm.data_ptr(), layer.post_attention_norm.data_ptr(), *views, *optional
             )
         self.embed = model.embedding.kernel_view()
         self.head = self.embed if model.lm_head is None else model.lm_head.kernel_view()
@@ -55,18 +62,17 @@ class NativeDecodePlan:
 
     @staticmethod
     def supports(model) -> bool:
-        """True for Llama's layer (no experts, biases, Q/K norms, sandwich norms, windows, GELU, embedding scale,
-        soft-capping or longrope) when every linear has a kernel view (packed, or float32 with in_features % 32
-        == 0)."""
+        """True for Llama's layer, with or without Q/K/V biases and Q/K norms (no experts, sandwich norms,
+        windows, GELU, embedding scale, soft-capping or longrope), when every linear has a kernel view (packed,
+        or float32 with in_features % 32 == 0)."""
         shape, family = model.shape, model.family
         plain = (
             not shape.is_moe
-            and not shape.attention_bias
             and not shape.layer_windows
             and not shape.final_logit_softcap
             and not shape.attention_scale
             and (shape.rope_scaling or {}).get("rope_type") != "longrope"
-            and not (family.qk_norm or family.sandwich_norms or family.scale_embeddings)
+            and not (family.sandwich_norms or family.scale_embeddings)
             and family.activation == "silu"
         )
         if not plain:

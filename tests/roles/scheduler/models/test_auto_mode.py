@@ -15,6 +15,7 @@ import torch
 from roles.scheduler.kernels import native
 from roles.scheduler.loading import weight_mode
 from roles.scheduler.loading.from_file import load_model
+from tests.family_checkpoints import write_family_checkpoint
 from tests.kernel_gate import needs_kernels
 from tests.paged_greedy import forced_decode_logits, greedy_decode, greedy_decode_with_logits
 from tests.tiny_checkpoint import write_tiny_llama
@@ -36,6 +37,17 @@ def test_one_call_decode_step_equals_the_op_by_op_path_on_a_float_checkpoint(tmp
     assert model.native_decode_plan() is not None  # float32 linears run as F32 parts on the kernels
     prompts = [[5, 6, 7, 8], [40, 41], list(range(60, 100))]  # lengths cross page boundaries
     native_logits, torch_logits = _native_and_torch_logits(model, shape, prompts, steps=20)
+    for ours, theirs in zip(native_logits, torch_logits, strict=True):
+        assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen3"])
+def test_one_call_decode_step_takes_qkv_biases_and_qk_norms(tmp_path, family):
+    """Qwen 2's Q/K/V biases and Qwen 3's per-head Q/K norms run inside the one-call step, same logits."""
+    model, shape = load_model(str(write_family_checkpoint(family, tmp_path / family)), weight_dtype="auto")
+    assert model.native_decode_plan() is not None
+    prompts = [[5, 6, 7, 8], [40, 41], list(range(60, 100))]
+    native_logits, torch_logits = _native_and_torch_logits(model, shape, prompts, steps=12)
     for ours, theirs in zip(native_logits, torch_logits, strict=True):
         assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
 
