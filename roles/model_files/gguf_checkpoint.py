@@ -22,7 +22,7 @@ import numpy as np
 
 from roles.model_files.families.family import Family
 from roles.model_files.families.registry import gguf_family
-from roles.model_files.gguf_file import GGUFFile, GGUFFormatError, GGUFTensorInfo
+from roles.model_files.gguf_file import GGUFFormatError, GGUFTensorInfo, open_gguf
 from roles.model_files.model_path import ModelFileError
 from roles.model_files.model_shape import ModelShape
 from roles.model_files.tensor_types import BY_ID, BY_NAME, SUPPORTED_NAMES, TensorType, type_name
@@ -116,7 +116,7 @@ class GGUFCheckpoint:
     def __init__(self, path: str | pathlib.Path):
         self.path = pathlib.Path(path)
         try:
-            self._file = GGUFFile(self.path)
+            self._file = open_gguf(self.path)
         except (OSError, GGUFFormatError) as error:
             raise ModelFileError(f"{self.path} is not a readable GGUF file: {error}") from error
         self._tensors = self._file.tensors

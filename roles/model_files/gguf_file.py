@@ -8,7 +8,9 @@ open costs tens of milliseconds. Tensor data stays in the map until a caller con
 
 from __future__ import annotations
 
+import functools
 import mmap
+import os
 import pathlib
 import struct
 from collections.abc import Sequence
@@ -170,3 +172,15 @@ class GGUFFile:
         if info.offset + nbytes > len(self._map):
             raise GGUFFormatError(f"tensor {info.name!r} runs past the end of the file")
         return np.frombuffer(self._map, dtype=np.uint8, count=nbytes, offset=info.offset)
+
+
+def open_gguf(path: str | pathlib.Path) -> GGUFFile:
+    """The parsed header of ``path``, parsed once per process while the file is unchanged: the launcher's
+    checks and derivations (shape, tensors, tokenizer) each read the same header."""
+    stat = os.stat(path)
+    return _parsed(str(pathlib.Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(path: str, mtime_ns: int, size: int) -> GGUFFile:
+    return GGUFFile(path)

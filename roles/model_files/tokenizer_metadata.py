@@ -12,7 +12,7 @@ import pathlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from roles.model_files.gguf_file import GGUFFile, GGUFFormatError
+from roles.model_files.gguf_file import GGUFFormatError, open_gguf
 from roles.model_files.model_path import ModelFileError
 
 # llama.cpp's token types (tokenizer.ggml.token_type).
@@ -137,7 +137,7 @@ def read_tokenizer_metadata(path: str | pathlib.Path) -> TokenizerMetadata:
     """The tokenizer metadata of a GGUF file, opened for its header alone."""
     path = pathlib.Path(path)
     try:
-        fields = GGUFFile(path).fields
+        fields = open_gguf(path).fields
     except (OSError, GGUFFormatError) as error:
         raise ModelFileError(f"{path} is not a readable GGUF file: {error}") from error
     return tokenizer_metadata_from_fields(fields, path)
