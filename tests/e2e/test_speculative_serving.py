@@ -42,3 +42,13 @@ def test_served_greedy_output_is_the_plain_engines_and_metrics_count_the_drafts(
     assert samples[series("roleserve_spec_decode_tokens_per_step", **scheduler)] == pytest.approx(
         emitted / steps
     )
+
+
+def test_a_streamed_answer_is_the_same_text_when_steps_carry_several_tokens(server):
+    client = server.openai_client(timeout_s=60)
+    body = dict(model="tiny", prompt=PROMPTS[2], max_tokens=48, temperature=0)
+    whole = client.completions.create(**body).choices[0].text
+    chunks = [
+        chunk.choices[0].text for chunk in client.completions.create(**body, stream=True) if chunk.choices
+    ]
+    assert "".join(chunks) == whole
