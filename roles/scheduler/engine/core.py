@@ -1,7 +1,9 @@
-"""The engine core, usable in-process without any server: requests in, one token per request per step out.
+"""The engine core, usable in-process without any server: requests in, one token per request per step out
+(a few when a speculative draft was kept, exec.speculative_method).
 
-``step()`` = schedule (continuous batching, chunked prefill, preemption) -> build one ForwardBatch ->
-model forward over the paged KV cache -> sample the rows whose sequences are fully computed -> stop checks.
+``step()`` = schedule (continuous batching, chunked prefill, preemption) -> drafts (speculative/) -> build
+one ForwardBatch -> model forward over the paged KV cache -> sample the rows whose sequences are fully
+computed, verify the drafted ones -> stop checks.
 A stop token (eos or stop_token_ids) is reported and kept in the request's output ids; the layer that
 turns ids into text decides whether to show it.
 """
@@ -57,7 +59,8 @@ class EngineConfig:
 
 @dataclass
 class TokenOutput:
-    """One event per request per step: a new token, or the end of an aborted request (token_id None)."""
+    """One event per request and new token (a step can give a request several, from a kept draft), or the
+    end of an aborted request (token_id None)."""
 
     request_id: str
     token_id: int | None
