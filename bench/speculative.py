@@ -36,6 +36,7 @@ PARAGRAPH = (
     "and that work on the bridge would begin in the spring. Several residents spoke during the meeting, "
     "asking the council to also consider more bus routes and longer opening hours for the parks."
 )
+TASKS = ("edit", "random", "random-sampled")
 EDIT = f"Repeat the following text exactly, word for word:\n\n{PARAGRAPH}"
 
 
@@ -82,6 +83,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     args = parser.parse_args()
 
     tokenizer = load_text_tokenizer("smollm2")
@@ -92,14 +94,19 @@ def main() -> None:
     random_ids = [rng.randrange(100, 40000) for _ in range(len(edit))]
     model_and_shape = load_model("smollm2", weight_dtype="auto")
     print(
-        f"{'task':<11} {'k':>3} {'tok/s':>8} {'accepted':>9} {'tok/verify':>11} {'tok/step':>9} {'vs off':>8}"
+        f"{'task':<14} {'k':>3} {'tok/s':>8} {'accepted':>9} {'tok/verify':>11} {'tok/step':>9} {'vs off':>8}"
     )
     greedy = SamplingFields(temperature=0, max_tokens=args.max_tokens, ignore_eos=True)
     sampled = SamplingFields(temperature=1.0, seed=0, max_tokens=args.max_tokens, ignore_eos=True)
-    tasks = (("edit", edit, greedy), ("random ids", random_ids, greedy), ("random T=1", random_ids, sampled))
-    for task, prompt, params in tasks:
+    prompts = {
+        "edit": (edit, greedy),
+        "random": (random_ids, greedy),
+        "random-sampled": (random_ids, sampled),
+    }
+    for task in args.tasks:
+        prompt, params = prompts[task]
         reference, off_rate, _, _ = measure(model_and_shape, prompt, params, 0, args)
-        print(f"{task:<11} {'off':>3} {off_rate:8.1f} {'':>9} {'':>11} {1:9.2f} {1:8.3f}")
+        print(f"{task:<14} {'off':>3} {off_rate:8.1f} {'':>9} {'':>11} {1:9.2f} {1:8.3f}")
         if task == "edit":
             print(f"  output: {tokenizer.decode(reference)[:160]!r}...")
         for k in args.draft_tokens:
@@ -111,7 +118,7 @@ def main() -> None:
             per_verify = stats["num_spec_emitted_tokens"] / max(1, stats["num_spec_verifications"])
             per_step = (len(tokens) - 1) / max(1, num_steps)
             print(
-                f"{task:<11} {k:3d} {rate:8.1f} {accepted:9.1%} {per_verify:11.2f} {per_step:9.2f} "
+                f"{task:<14} {k:3d} {rate:8.1f} {accepted:9.1%} {per_verify:11.2f} {per_step:9.2f} "
                 f"{rate / off_rate:8.3f}"
             )
 
