@@ -226,6 +226,12 @@ class LoadReport(msgspec.Struct, tag=True):
     num_prompt_tokens: int = 0  # prompt tokens of the requests that got a first token
     num_cached_prompt_tokens: int = 0  # of those, the ones the prefix cache held
     is_full: bool = False  # it holds as many requests as it may: the next one is refused (Overloaded)
+    # Speculative decoding since the scheduler started (exec.speculative_method): tokens drafted, drafted
+    # tokens kept, verification rows run (one per drafted request and step), tokens they emitted.
+    num_spec_drafted_tokens: int = 0
+    num_spec_accepted_tokens: int = 0
+    num_spec_verifications: int = 0
+    num_spec_emitted_tokens: int = 0
 
     @property
     def kv_usage(self) -> float:

@@ -84,6 +84,14 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         lambda v: "true needs weight_cache.enabled: true",
     ),
     Constraint(
+        ("exec.speculative_ngram_min", "exec.speculative_ngram_max"),
+        lambda v: v["exec.speculative_ngram_min"] <= v["exec.speculative_ngram_max"],
+        lambda v: (
+            f"must be <= exec.speculative_ngram_max={v['exec.speculative_ngram_max']}; "
+            f"got {v['exec.speculative_ngram_min']}"
+        ),
+    ),
+    Constraint(
         ("memory.kv_cache_tokens", "memory.page_size"),
         lambda v: (
             v["memory.kv_cache_tokens"] == 0 or v["memory.kv_cache_tokens"] >= 2 * v["memory.page_size"]

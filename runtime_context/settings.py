@@ -257,6 +257,45 @@ _declare(
     choices=("auto", "avx2", "avx512", "avx512bf16"),
 )
 
+_declare(
+    "exec",
+    "speculative_method",
+    str,
+    "none",
+    "Speculative decoding: none, or ngram (prompt lookup: a decoding request's last n tokens are looked up "
+    "earlier in its prompt + output and the tokens that followed are proposed; the model checks them all in "
+    "one step). Greedy output is token-identical either way, sampled output keeps its distribution; requests "
+    "with penalties, logprobs or structured output decode one token per step.",
+    choices=("none", "ngram"),
+)
+_declare(
+    "exec",
+    "speculative_num_draft_tokens",
+    int,
+    3,
+    "Most tokens proposed per decoding request and step (each costs one more row in the step's forward).",
+    minimum=1,
+    maximum=32,
+)
+_declare(
+    "exec",
+    "speculative_ngram_max",
+    int,
+    4,
+    "Longest suffix of a request's tokens looked up for a draft (tried first, then shorter ones).",
+    minimum=1,
+    maximum=64,
+)
+_declare(
+    "exec",
+    "speculative_ngram_min",
+    int,
+    2,
+    "Shortest suffix looked up; no earlier occurrence of even this many tokens: no draft, a plain decode.",
+    minimum=1,
+    maximum=64,
+)
+
 # exec.moe: what MoE routing did
 _declare(
     "exec.moe",

@@ -78,3 +78,22 @@ def test_inspect_shows_the_family_and_each_layers_attention_window(tmp_path):
     rows = result.stdout.split("   family:\n", 1)[1]
     assert re.search(rf"family +gemma3 \(Gemma 3 text.*\) +{folder}/config\.json: architectures", rows)
     assert re.search(r"attention_windows +0-4: 8, 5: full ", rows)
+
+
+def test_speculative_decoding_settings_are_the_schedulers_and_a_contradiction_exits_2():
+    sets = ["--set", "exec.speculative_method=ngram", "--set", "exec.speculative_num_draft_tokens=5"]
+    result = run_serve("roles", "inspect", *sets, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    processes = {p["role"]: p for p in json.loads(result.stdout)["processes"]}
+    leaves = {leaf["key"]: leaf for leaf in processes["scheduler"]["leaves"]}
+    assert leaves["exec.speculative_method"]["value"] == "ngram"
+    assert leaves["exec.speculative_method"]["source"] == "cli --set exec.speculative_method"
+    assert leaves["exec.speculative_num_draft_tokens"]["value"] == 5
+    assert (leaves["exec.speculative_ngram_min"]["value"], leaves["exec.speculative_ngram_max"]["value"]) == (
+        2,
+        4,
+    )
+    assert not any(leaf["key"].startswith("exec.speculative") for leaf in processes["tokenizer"]["leaves"])
+    refused = run_serve("roles", "inspect", "--set", "exec.speculative_ngram_min=5")
+    assert refused.returncode == 2
+    assert "exec.speculative_ngram_min" in refused.stderr and "exec.speculative_ngram_max=4" in refused.stderr

@@ -1,7 +1,9 @@
-"""The engine core, usable in-process without any server: requests in, one token per request per step out.
+"""The engine core, usable in-process without any server: requests in, one token per request per step out
+(a few when a speculative draft was kept, exec.speculative_method).
 
-``step()`` = schedule (continuous batching, chunked prefill, preemption) -> build one ForwardBatch ->
-model forward over the paged KV cache -> sample the rows whose sequences are fully computed -> stop checks.
+``step()`` = schedule (continuous batching, chunked prefill, preemption) -> drafts (speculative/) -> build
+one ForwardBatch -> model forward over the paged KV cache -> sample the rows whose sequences are fully
+computed, verify the drafted ones -> stop checks.
 A stop token (eos or stop_token_ids) is reported and kept in the request's output ids; the layer that
 turns ids into text decides whether to show it.
 """
@@ -28,6 +30,7 @@ from roles.scheduler.sched.batch_scheduler import BatchScheduler
 from roles.scheduler.sched.forward_batch import ForwardBatch
 from roles.scheduler.sched.request import Request
 from roles.scheduler.sched.step_inputs import build_forward_batch
+from roles.scheduler.speculative.speculator import NgramSpeculator, first_logit_rows
 
 if TYPE_CHECKING:
     from roles.scheduler.moe.shard_view import ShardFor
@@ -48,11 +51,16 @@ class EngineConfig:
     kv_cache_tokens: int  # KV budget; kv_cache_tokens // page_size pages are usable
     page_size: int
     enable_prefix_cache: bool
+    speculative_method: str  # none | ngram (speculative/)
+    speculative_num_draft_tokens: int
+    speculative_ngram_min: int
+    speculative_ngram_max: int
 
 
 @dataclass
 class TokenOutput:
-    """One event per request per step: a new token, or the end of an aborted request (token_id None)."""
+    """One event per request and new token (a step can give a request several, from a kept draft), or the
+    end of an aborted request (token_id None)."""
 
     request_id: str
     token_id: int | None
@@ -107,6 +115,15 @@ class Engine:
             config.max_queued_requests,
         )
         self.sampler = Sampler()
+        self.speculator = None
+        if config.speculative_method == "ngram":
+            self.speculator = NgramSpeculator(
+                config.speculative_num_draft_tokens,
+                config.speculative_ngram_min,
+                config.speculative_ngram_max,
+            )
+        elif config.speculative_method != "none":
+            raise ValueError(f"speculative_method must be none or ngram; got {config.speculative_method!r}")
         self.constraints = TokenConstraints(config.model_path, self.shape.vocab_size, self.eos_token_ids)
         # A request alone must always fit, or preemption could not make progress.
         self.max_total_tokens = min(self.shape.context_length, (num_pages - 1) * config.page_size)
@@ -168,6 +185,8 @@ class Engine:
         if request is None:
             return False
         self.scheduler.finish(request, "abort")
+        if self.speculator is not None:
+            self.speculator.forget(request_id)
         self._pending_outputs.append(TokenOutput(request_id, None, is_finished=True, finish_reason="abort"))
         return True
 
@@ -189,24 +208,36 @@ class Engine:
             if self.expert_shard is not None:
                 self._run_pass(None)
             return outputs
-        forward_batch: ForwardBatch = build_forward_batch(batch, self.config.page_size)
+        drafts = self.speculator.propose(batch, self.scheduler) if self.speculator is not None else None
+        forward_batch: ForwardBatch = build_forward_batch(batch, self.config.page_size, drafts)
         # The sequences this step computes up to their last token get a token; partially prefilled ones do not.
         rows = [
             i
             for i, (r, n) in enumerate(zip(batch.requests, batch.num_new_tokens, strict=True))
             if r.num_computed_tokens + n == r.num_tokens
         ]
+        logit_rows, drafted = rows, []
+        if drafts is not None:  # drafted requests are verified apart; the rest sample as usual
+            starts = first_logit_rows(drafts)
+            drafted = [i for i in rows if drafts[i]]
+            rows = [i for i in rows if not drafts[i]]
+            logit_rows = [starts[i] for i in rows]
         masks = self.constraints.start_masks(batch.requests, rows)  # made during the forward
         with torch.inference_mode():
             logits = self._run_pass(forward_batch)
             self.scheduler.on_computed(batch)
+            for i in drafted:
+                draft = drafts[i]
+                self._emit_verified(
+                    batch.requests[i], logits[starts[i] : starts[i] + len(draft) + 1], draft, outputs
+                )
             if not rows:
                 return outputs
             requests = (
                 batch.requests if len(rows) == len(batch.requests) else [batch.requests[i] for i in rows]
             )
-            if len(rows) != len(batch.requests):
-                logits = logits[rows]
+            if len(logit_rows) != logits.shape[0]:
+                logits = logits[logit_rows]
             if masks is not None:
                 self.constraints.apply(logits, masks, rows)
             sampled = self.sampler.sample(logits, requests)
@@ -270,6 +301,17 @@ class Engine:
             output.finish_reason = reason
         return output
 
+    def _emit_verified(self, request: Request, logits: torch.Tensor, draft: list[int], outputs: list) -> None:
+        """Emit what verification kept, one token at a time through the stop checks; count the kept drafted
+        tokens as computed unless the request ended on the way (then its pages are already freed)."""
+        emitted = self.speculator.verify(request, logits, draft)
+        for token_id in emitted:
+            output = self._append_token(request, token_id, None)
+            outputs.append(output)
+            if output.is_finished:
+                return
+        self.scheduler.advance(request, len(emitted) - 1)
+
     def _end(self, request: Request, reason: str, error: str) -> TokenOutput:
         """End a request that gets no token this step (its grammar was refused)."""
         self._retire(request, reason)
@@ -278,6 +320,8 @@ class Engine:
     def _retire(self, request: Request, reason: str) -> None:
         self.scheduler.finish(request, reason)
         del self._requests[request.request_id]
+        if self.speculator is not None:
+            self.speculator.forget(request.request_id)
 
     # ---- conveniences ---------------------------------------------------------------------------------
     def generate(
@@ -311,4 +355,5 @@ class Engine:
             "num_prompt_tokens": self.num_prompt_tokens,
             "num_cached_prompt_tokens": self.num_cached_prompt_tokens,
             "is_full": int(self.scheduler.is_full),  # a new request would be refused (QueueFull)
+            **(self.speculator.stats() if self.speculator is not None else NgramSpeculator.NO_STATS),
         }

@@ -26,6 +26,10 @@ def _engine_config(read: Mapping[str, Any]) -> EngineConfig:
         kv_cache_tokens=read["memory.kv_cache_tokens"],
         page_size=read["memory.page_size"],
         enable_prefix_cache=read["memory.prefix_cache"],
+        speculative_method=read["exec.speculative_method"],
+        speculative_num_draft_tokens=read["exec.speculative_num_draft_tokens"],
+        speculative_ngram_min=read["exec.speculative_ngram_min"],
+        speculative_ngram_max=read["exec.speculative_ngram_max"],
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from roles.protocol import SamplingFields
 from roles.scheduler.sampling.penalties import apply_penalties
 from roles.scheduler.sched.request import Request
 
@@ -55,20 +56,7 @@ class Sampler:
         greedy_indices = [i for i, is_greedy in enumerate(greedy_rows) if is_greedy]
         subset = [requests[i] for i in rows]
         params = [request.params for request in subset]
-        temperatures = torch.tensor([p.temperature for p in params], dtype=logits.dtype)
-        scaled = (logits if len(rows) == len(requests) else logits[rows]) / temperatures.unsqueeze(1)
-
-        top_k_rows = [i for i, p in enumerate(params) if 0 < p.top_k < logits.shape[1]]
-        if top_k_rows:
-            ks = [params[i].top_k for i in top_k_rows]
-            scaled[top_k_rows] = _keep_top_k(scaled[top_k_rows], ks)
-        filter_rows = [i for i, p in enumerate(params) if p.min_p > 0 or p.top_p < 1]
-        if filter_rows:
-            scaled[filter_rows] = _keep_nucleus(
-                scaled[filter_rows],
-                [params[i].min_p for i in filter_rows],
-                [params[i].top_p for i in filter_rows],
-            )
+        scaled = filtered_logits(logits if len(rows) == len(requests) else logits[rows], params)
 
         # Inverse CDF: one uniform per row, in (0, 1] so the chosen entry always has positive mass.
         uniforms = 1.0 - torch.rand(len(rows))
@@ -85,6 +73,25 @@ class Sampler:
         token_ids[rows] = sampled
         token_ids[greedy_indices] = logits[greedy_indices].argmax(dim=-1)
         return token_ids
+
+
+def filtered_logits(logits: torch.Tensor, params: list[SamplingFields]) -> torch.Tensor:
+    """(R, V) logits of sampled rows (temperature > 0) -> temperature-scaled, top_k, min_p and top_p
+    applied (dropped tokens at -inf): the distribution a row draws from is their softmax."""
+    temperatures = torch.tensor([p.temperature for p in params], dtype=logits.dtype)
+    scaled = logits / temperatures.unsqueeze(1)
+    top_k_rows = [i for i, p in enumerate(params) if 0 < p.top_k < logits.shape[1]]
+    if top_k_rows:
+        ks = [params[i].top_k for i in top_k_rows]
+        scaled[top_k_rows] = _keep_top_k(scaled[top_k_rows], ks)
+    filter_rows = [i for i, p in enumerate(params) if p.min_p > 0 or p.top_p < 1]
+    if filter_rows:
+        scaled[filter_rows] = _keep_nucleus(
+            scaled[filter_rows],
+            [params[i].min_p for i in filter_rows],
+            [params[i].top_p for i in filter_rows],
+        )
+    return scaled
 
 
 def _keep_top_k(scaled: torch.Tensor, ks: list[int]) -> torch.Tensor:

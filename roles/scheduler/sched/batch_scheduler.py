@@ -97,7 +97,7 @@ class BatchScheduler:
         while index < len(running) and budget > 0:
             request = running[index]
             num_new = min(request.num_tokens - request.num_computed_tokens, budget)
-            if not self._reserve_pages(request, request.num_computed_tokens + num_new):
+            if not self.reserve_pages(request, request.num_computed_tokens + num_new):
                 if not self._preempt_until_fits(request, num_new):
                     break  # the request itself was the newest and got preempted
             batch.requests.append(request)
@@ -124,7 +124,7 @@ class BatchScheduler:
             self._preempt(victim)
             if victim is request:
                 return False
-            if self._reserve_pages(request, request.num_computed_tokens + num_new):
+            if self.reserve_pages(request, request.num_computed_tokens + num_new):
                 return True
 
     def _admit(self, request: Request, budget: int) -> int:
@@ -146,7 +146,7 @@ class BatchScheduler:
         self.cache.record_query(request.num_tokens, num_cached)
         return num_new
 
-    def _reserve_pages(self, request: Request, num_tokens: int) -> bool:
+    def reserve_pages(self, request: Request, num_tokens: int) -> bool:
         """Make the request's pages cover ``num_tokens`` tokens; False (and nothing taken) if they can't."""
         num_missing = -(-num_tokens // self.page_size) - len(request.page_ids)
         if num_missing <= 0:
@@ -179,16 +179,20 @@ class BatchScheduler:
     # ---- after the model step -------------------------------------------------------------------------
     def on_computed(self, batch: ScheduledBatch) -> None:
         """Advance each scheduled request past its new tokens and publish pages that became full."""
-        size = self.page_size
-        cache = self.cache
         for request, num_new in zip(batch.requests, batch.num_new_tokens, strict=True):
-            request.num_computed_tokens += num_new
-            hashes = request.page_hashes
-            for page_index in range(len(hashes), request.num_computed_tokens // size):
-                parent = hashes[-1] if hashes else ROOT_HASH
-                start = page_index * size
-                page_tokens = request.token_ids[start : start + size]
-                hashes.append(cache.register(request.page_ids[page_index], parent, page_tokens))
+            self.advance(request, num_new)
+
+    def advance(self, request: Request, num_new: int) -> None:
+        """``num_new`` more of the request's tokens have their K/V in its pages (a step computed them, or a
+        verification kept them): count them and publish the pages they filled."""
+        size = self.page_size
+        request.num_computed_tokens += num_new
+        hashes = request.page_hashes
+        for page_index in range(len(hashes), request.num_computed_tokens // size):
+            parent = hashes[-1] if hashes else ROOT_HASH
+            start = page_index * size
+            page_tokens = request.token_ids[start : start + size]
+            hashes.append(self.cache.register(request.page_ids[page_index], parent, page_tokens))
 
     def finish(self, request: Request, reason: str) -> None:
         """Take a request out (done, or aborted while waiting or running) and free its pages now."""

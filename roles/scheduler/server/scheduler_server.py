@@ -181,6 +181,10 @@ class SchedulerServer:
             stats["num_prompt_tokens"],
             stats["num_cached_prompt_tokens"],
             bool(stats["is_full"]),
+            stats["num_spec_drafted_tokens"],
+            stats["num_spec_accepted_tokens"],
+            stats["num_spec_verifications"],
+            stats["num_spec_emitted_tokens"],
         )
         if report == self._last_load:  # nothing changed and nothing finished
             return

@@ -41,16 +41,18 @@ def next_token_of(context: list[int]) -> int:
     return mixed % FAKE_VOCAB_SIZE
 
 
-def expected_greedy(prompt: list[int], num_tokens: int) -> list[int]:
+def expected_greedy(prompt: list[int], num_tokens: int, next_token=next_token_of) -> list[int]:
     tokens = list(prompt)
     for _ in range(num_tokens):
-        tokens.append(next_token_of(tokens))
+        tokens.append(next_token(tokens))
     return tokens[len(prompt) :]
 
 
 class RecallModel:
-    def __init__(self, eos_token_ids: tuple[int, ...] = ()):
+    def __init__(self, eos_token_ids: tuple[int, ...] = (), next_token=next_token_of):
+        """``next_token``: context -> the greedy next token (the hash above by default)."""
         self.eos_token_ids = list(eos_token_ids)
+        self.next_token = next_token
         self.steps: list[tuple[list[int], list[int]]] = []  # (query_lens, context_lens) per forward
 
     def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
@@ -70,6 +72,6 @@ class RecallModel:
             )
             context = recalled[:, 0].long().tolist()
             logits = torch.cos(torch.arange(FAKE_VOCAB_SIZE, dtype=torch.float32) * (1 + sum(context) % 5))
-            logits[next_token_of(context)] = 5.0
+            logits[self.next_token(context)] = 5.0
             rows.append(logits)
         return torch.stack(rows)

@@ -80,7 +80,17 @@ def test_scheduler_load_is_read_from_the_latest_reports_at_scrape_time(tmp_path)
         0: LoadReport(
             0, 2, 4, 5, 10, num_dropped_frames=3, num_prompt_tokens=40, num_cached_prompt_tokens=10
         ),
-        1: LoadReport(1, 1, 0, 0, 10),
+        1: LoadReport(
+            1,
+            1,
+            0,
+            0,
+            10,
+            num_spec_drafted_tokens=40,
+            num_spec_accepted_tokens=30,
+            num_spec_verifications=12,
+            num_spec_emitted_tokens=42,
+        ),
     }
     scraped = samples(metrics.render(reports))
     zero, one = {"role": "scheduler", "instance": 0}, {"role": "scheduler", "instance": 1}
@@ -92,6 +102,14 @@ def test_scheduler_load_is_read_from_the_latest_reports_at_scrape_time(tmp_path)
     assert value(scraped, "roleserve_scheduler_dropped_frames_total", **zero) == 3
     assert value(scraped, "roleserve_scheduler_running_requests", **one) == 1
     assert not any(name.startswith("roleserve_eplb_") for name, _ in scraped)  # no MoE, no rebalancer
+    # Speculative decoding: counters from which acceptance and tokens per step follow, and both ratios.
+    assert value(scraped, "roleserve_spec_decode_draft_tokens_total", **one) == 40
+    assert value(scraped, "roleserve_spec_decode_accepted_tokens_total", **one) == 30
+    assert value(scraped, "roleserve_spec_decode_verification_steps_total", **one) == 12
+    assert value(scraped, "roleserve_spec_decode_acceptance_ratio", **one) == 0.75
+    assert value(scraped, "roleserve_spec_decode_tokens_per_step", **one) == 3.5
+    assert value(scraped, "roleserve_spec_decode_acceptance_ratio", **zero) == 0  # nothing drafted
+    assert value(scraped, "roleserve_spec_decode_draft_tokens_total", **zero) == 0
 
 
 def test_label_values_are_escaped_and_every_series_names_its_role(tmp_path):

@@ -1,0 +1,82 @@
+"""Draft verification: greedy keeps the longest agreeing prefix; rejection sampling against a point-mass
+draft emits tokens distributed exactly as the target's (checked on frequencies over many seeded trials)."""
+
+import math
+
+import torch
+
+from roles.protocol import SamplingFields
+from roles.scheduler.sched.request import Request
+from roles.scheduler.speculative.speculator import NgramSpeculator
+from roles.scheduler.speculative.verify import accept_greedy, accept_sampled
+
+
+def one_hot_logits(targets: list[int], vocab: int = 8) -> torch.Tensor:
+    logits = torch.zeros(len(targets), vocab)
+    logits[torch.arange(len(targets)), torch.tensor(targets)] = 1.0
+    return logits
+
+
+def test_greedy_keeps_the_agreeing_prefix_and_adds_the_targets_next_token():
+    assert accept_greedy(one_hot_logits([4, 5, 6, 7]), [4, 5, 6]) == [4, 5, 6, 7]  # all kept + bonus
+    assert accept_greedy(one_hot_logits([4, 2, 6, 7]), [4, 5, 6]) == [4, 2]  # the correction
+    assert accept_greedy(one_hot_logits([1, 5, 6, 7]), [4, 5, 6]) == [1]  # nothing kept: a plain decode
+
+
+def _within(count: int, total: int, p: float) -> bool:
+    """Binomial frequency within 4.5 standard deviations of p (deterministic here: seeded)."""
+    return abs(count / total - p) <= 4.5 * math.sqrt(p * (1 - p) / total) + 1e-9
+
+
+def test_rejection_sampling_emits_each_token_with_the_targets_probability():
+    probs = torch.tensor(
+        [
+            [0.10, 0.30, 0.20, 0.25, 0.15],  # row 0: the draft's first token (1) has p = 0.3
+            [0.05, 0.05, 0.30, 0.50, 0.10],  # row 1: after token 1, the draft's 3 has p = 0.5
+            [0.40, 0.10, 0.10, 0.10, 0.30],  # row 2: the token after both
+        ]
+    )
+    draft = [1, 3]
+    generator = torch.Generator().manual_seed(0)
+    trials = 6000
+    first = torch.zeros(5, dtype=torch.int64)
+    second = torch.zeros(5, dtype=torch.int64)
+    third = torch.zeros(5, dtype=torch.int64)
+    for _ in range(trials):
+        emitted = accept_sampled(probs, draft, generator)
+        assert 1 <= len(emitted) <= 3 and emitted[:-1] == draft[: len(emitted) - 1]
+        first[emitted[0]] += 1
+        if emitted[0] == 1:  # the target's next distribution is row 1's, whatever the draft said
+            second[emitted[1]] += 1
+            if emitted[1] == 3:
+                third[emitted[2]] += 1
+    for counts, row in ((first, 0), (second, 1), (third, 2)):
+        total = int(counts.sum())
+        assert total > 400
+        for token in range(5):
+            assert _within(int(counts[token]), total, float(probs[row, token])), (row, counts.tolist())
+
+
+def test_a_draft_the_target_rules_out_is_never_kept_and_a_certain_one_always_is():
+    generator = torch.Generator().manual_seed(1)
+    ruled_out = torch.tensor([[0.5, 0.0, 0.5], [0.2, 0.3, 0.5]])
+    certain = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    for _ in range(200):
+        assert accept_sampled(ruled_out, [1], generator)[0] != 1
+        assert accept_sampled(certain, [1], generator) == [1, 2]
+
+
+def test_sampled_verification_draws_from_the_requests_filtered_distribution():
+    """top_k = 2 leaves tokens 6 and 7: a drafted 3 is always rejected and only 6 or 7 are emitted."""
+    speculator = NgramSpeculator(num_draft_tokens=2, ngram_min=1, ngram_max=2)
+    params = SamplingFields(temperature=0.9, top_k=2, seed=5)
+    request = Request("r", [1, 2, 3], params)
+    logits = torch.arange(8, dtype=torch.float32).repeat(3, 1)
+    seen = set()
+    for _ in range(100):
+        emitted = speculator.verify(request, logits.clone(), [3, 3])
+        assert len(emitted) == 1
+        seen.add(emitted[0])
+    assert seen == {6, 7}
+    assert speculator.stats()["num_spec_accepted_tokens"] == 0
+    assert speculator.stats()["num_spec_drafted_tokens"] == 200
