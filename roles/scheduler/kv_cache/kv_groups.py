@@ -88,6 +88,35 @@ def build_kv_groups(shape: ModelShape, config) -> list[KVGroup]:
     return groups
 
 
+def _layer_runs(layers: tuple[int, ...]) -> str:
+    """(0, 1, 2, 4) -> "0-2, 4"."""
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and runs[-1][1] == layer - 1:
+            runs[-1][1] = layer
+        else:
+            runs.append([layer, layer])
+    return ", ".join(f"{first}" if first == last else f"{first}-{last}" for first, last in runs)
+
+
+def kv_pool_facts(groups: list[KVGroup]) -> list[dict]:
+    """One inspect row per attention group: its layers, window and pages."""
+    rows = []
+    for group in groups:
+        pages = group.cache.allocator.num_usable_pages
+        rows.append(
+            {
+                "key": f"kv_pool {'full' if not group.window else f'window {group.window}'}",
+                "value": f"layers {_layer_runs(group.layers)}: {pages} pages of {group.page_size} tokens",
+                "source": "memory.kv_cache_tokens"
+                if not group.window
+                else "schedule.max_running_requests x window pages + schedule.chunked_prefill_size, "
+                "at most memory.kv_cache_tokens",
+            }
+        )
+    return rows
+
+
 def match_prefix(groups: list[KVGroup], token_ids: list[int], max_match_tokens: int) -> tuple[list, list]:
     """The longest cached prefix every group can serve: (pages per group, chain hashes of its pages).
 
