@@ -2,12 +2,12 @@
 (as before attention groups) and keeping only their window (now).
 
 The shape: 6 layers, 5 local with a window of 512 and 1 global, one KV head of 256 (Gemma 3 270M's attention),
-float32 K and V. One sequence of 8192 tokens (prompt 8191 + 1 new) runs through the real engine, scheduler,
+float32 K and V. One sequence of 8192 tokens (a prompt of 8160, then 32 decode steps) runs through the real engine, scheduler,
 step inputs and KV pools; the model step writes K and V into every layer at the slots the engine gives it
 (what is resident does not depend on what the layers compute, and the tests check the tokens of real models).
 "Before" is the same shape with no windows: what every layer kept when windows only masked.
 
-Printed per layout: the KV pages the sequence holds at its last step, their bytes, and the resident bytes of
+Printed per layout: the KV pages the sequence holds at its last decode step, their bytes, and the resident bytes of
 the pools (the cache is anonymous memory, resident only where written; from /proc/self/smaps).
 
     .venv/bin/python bench/kv_memory.py [--tokens 8192] [--window 512] [--max-running 1]
@@ -95,9 +95,9 @@ def measure(window: int, tokens: int, max_running: int) -> dict:
         page_size=PAGE,
     )
     engine = Engine(config, (model, shape))
-    engine.add_request(
-        "long", [1] * (tokens - 1), SamplingFields(temperature=0, max_tokens=1, ignore_eos=True)
-    )
+    # Prefilled in chunks of 512, then 32 decode steps: the last one reads a context of ``tokens``.
+    greedy = SamplingFields(temperature=0, max_tokens=33, ignore_eos=True)
+    engine.add_request("long", [1] * (tokens - 32), greedy)
     while engine.has_unfinished():
         engine.step()
     groups = []

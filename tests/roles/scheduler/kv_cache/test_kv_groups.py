@@ -1,29 +1,11 @@
 """Attention groups: which layers share a pool, how big each pool is, and which prefix hits every group serves."""
 
-from roles.model_files.model_shape import ModelShape
 from roles.scheduler.kv_cache.kv_groups import KVGroup, attention_groups, group_num_pages, match_prefix
 from roles.scheduler.kv_cache.page_allocator import PageAllocator
 from roles.scheduler.kv_cache.prefix_cache import ROOT_HASH, PrefixCache
+from tests.roles.scheduler.scheduler_fakes import fake_shape
 
 PAGE = 4
-
-
-def shape_with(windows: tuple[int, ...], num_layers: int = 0) -> ModelShape:
-    return ModelShape(
-        architecture="gemma3",
-        vocab_size=64,
-        hidden_size=8,
-        intermediate_size=8,
-        num_layers=num_layers or len(windows),
-        num_heads=1,
-        num_kv_heads=1,
-        head_dim=2,
-        rms_norm_eps=1e-5,
-        rope_theta=10000.0,
-        context_length=4096,
-        tie_word_embeddings=True,
-        layer_windows=windows,
-    )
 
 
 def group(window: int, num_pages: int = 16) -> KVGroup:
@@ -47,9 +29,12 @@ def publish(group: KVGroup, tokens: list[int], keep: range | None = None) -> lis
 
 def test_layers_group_by_window_with_the_full_layers_first():
     gemma_like = (512, 512, 512, 512, 512, 0, 512, 512, 512, 512, 512, 0)
-    assert attention_groups(shape_with(gemma_like)) == [(0, (5, 11)), (512, (0, 1, 2, 3, 4, 6, 7, 8, 9, 10))]
-    assert attention_groups(shape_with((8, 8))) == [(8, (0, 1))]
-    assert attention_groups(shape_with((), num_layers=3)) == [(0, (0, 1, 2))]
+    assert attention_groups(fake_shape(windows=gemma_like)) == [
+        (0, (5, 11)),
+        (512, (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)),
+    ]
+    assert attention_groups(fake_shape(windows=(8, 8))) == [(8, (0, 1))]
+    assert attention_groups(fake_shape(windows=(0, 0, 0))) == [(0, (0, 1, 2))]
 
 
 def test_a_windowed_pool_covers_each_running_window_and_one_step_never_more_than_configured():
