@@ -149,7 +149,9 @@ _declare(
     "kv_cache_tokens",
     int,
     0,
-    "Tokens the KV cache holds; 0 derives it from memory.kv_cache_memory_mb and the model's shape.",
+    "Tokens the KV cache holds (the full-attention layers' pool; each sliding window's pool holds what the "
+    "running requests' windows need, at most as many); 0 derives it from memory.kv_cache_memory_mb and the "
+    "model's shape.",
     minimum=0,
 )
 _declare(

@@ -121,3 +121,28 @@ def write_family_checkpoint(family: str, path, **overrides) -> pathlib.Path:
         settings = json.loads(tokenizer_config.read_text())
         tokenizer_config.write_text(json.dumps({**settings, "tokenizer_class": "GPT2Tokenizer"}))
     return folder
+
+
+def transformers_greedy(
+    folder, prompts: list[list[int]], max_new_tokens: int, overrides: dict | None = None, adjust=None
+):
+    """transformers' greedy continuation of each prompt on the folder (config fields ``overrides`` changed, the
+    loaded model passed to ``adjust`` first if given): the reference the family tests compare tokens with."""
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(folder)
+    for key, value in (overrides or {}).items():
+        setattr(config, key, value)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, config=config, dtype=torch.float32)
+    if adjust is not None:
+        adjust(model)
+    model.generation_config.eos_token_id = None
+    out = []
+    for prompt in prompts:
+        ids = torch.tensor([prompt])
+        with torch.inference_mode():
+            tokens = model.generate(
+                ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=False
+            )
+        out.append(tokens[0, len(prompt) :].tolist())
+    return out

@@ -16,6 +16,7 @@ from roles.scheduler.expert_settings import (
     recorder_from_context,
     reporter_from_context,
 )
+from roles.scheduler.kv_cache.kv_groups import kv_pool_facts
 from roles.scheduler.loading.sources import model_from_sources
 from roles.scheduler.loading.weight_report import report_kernel_path, report_weight_formats
 from roles.scheduler.moe.placement import ExpertPlacement
@@ -79,7 +80,7 @@ def main(link: ChildLink) -> None:
             engine, backup.tensors, rebalance_settings_from_context(), link.endpoints.ep_placement
         )
     log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
-    link.facts["family"] = family_facts(config.model_path)
+    link.facts["family"] = family_facts(config.model_path) + kv_pool_facts(engine.kv_groups)
     link.facts["weights"] = report_weight_formats(config.model_path, config.weight_dtype)
     link.facts["kernels"] = report_kernel_path(config.kernel_isa, config.weight_dtype)
     link.startup.mark("read the model's facts")

@@ -5,6 +5,8 @@ and each layer's attention window."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 from serve_harness import ServeProcess
@@ -43,3 +45,6 @@ def test_roles_shows_the_family_and_its_attention_windows(server):
     facts = {fact["key"]: fact["value"] for fact in scheduler["facts"]["family"]}
     assert facts["family"].startswith("gemma3 (Gemma 3 text")
     assert facts["attention_windows"] == "0-4: 8, 5: full"
+    # The served config's KV budget and batch sizes decide the windowed pool's pages.
+    assert facts["kv_pool full"].startswith("layers 5: ")
+    assert re.fullmatch(r"layers 0-4: \d+ pages of \d+ tokens", facts["kv_pool window 8"])

@@ -21,9 +21,8 @@ from roles.scheduler.engine.eos_ids import eos_token_ids
 from roles.scheduler.expert_stats.recorder import NoopRecorder
 from roles.scheduler.expert_stats.reporter import BalancednessReporter
 from roles.scheduler.kernels import native
-from roles.scheduler.kv_cache.page_allocator import PageAllocator
-from roles.scheduler.kv_cache.paged_kv import KVCache
-from roles.scheduler.kv_cache.prefix_cache import PrefixCache
+from roles.scheduler.kv_cache.kv_groups import build_kv_groups
+from roles.scheduler.kv_cache.paged_kv import GroupedKVCache
 from roles.scheduler.sampling.sampler import Sampler
 from roles.scheduler.sampling.token_constraints import GrammarFailure, TokenConstraints, advance
 from roles.scheduler.sched.batch_scheduler import BatchScheduler
@@ -104,12 +103,12 @@ class Engine:
         self.model, self.shape = model_and_shape
         self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
         num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
-        self.kv_cache = KVCache(self.shape, num_pages, config.page_size)
-        self.prefix_cache = PrefixCache(
-            PageAllocator(num_pages), config.page_size, config.enable_prefix_cache
-        )
+        self.kv_groups = build_kv_groups(self.shape, config)
+        pools = [group.kv for group in self.kv_groups]
+        self.kv_cache = pools[0] if len(pools) == 1 else GroupedKVCache(pools)
+        self.prefix_cache = self.kv_groups[0].cache  # counts each request's prefix hit
         self.scheduler = BatchScheduler(
-            self.prefix_cache,
+            self.kv_groups,
             config.max_running_requests,
             config.chunked_prefill_size,
             config.max_queued_requests,
@@ -342,15 +341,16 @@ class Engine:
 
     def stats(self) -> dict[str, int]:
         cache = self.prefix_cache
+        caches = [group.cache for group in self.kv_groups]  # pages of every attention group together
         return {
             "num_running": len(self.scheduler.running),
             "num_waiting": len(self.scheduler.waiting),
-            "num_kv_pages_used": cache.num_used_pages,
-            "num_kv_pages_total": cache.allocator.num_usable_pages,
-            "num_prefix_cached_pages": cache.num_cached_pages,
+            "num_kv_pages_used": sum(c.num_used_pages for c in caches),
+            "num_kv_pages_total": sum(c.allocator.num_usable_pages for c in caches),
+            "num_prefix_cached_pages": sum(c.num_cached_pages for c in caches),
             "num_prefix_hit_tokens": cache.num_hit_tokens,
             "num_prefix_queried_tokens": cache.num_queried_tokens,
-            "num_prefix_evictions": cache.num_evictions,
+            "num_prefix_evictions": sum(c.num_evictions for c in caches),
             "num_preemptions": self.scheduler.num_preemptions,
             "num_prompt_tokens": self.num_prompt_tokens,
             "num_cached_prompt_tokens": self.num_cached_prompt_tokens,

@@ -18,6 +18,18 @@ def chain_hash(parent_hash: int, page_token_ids: tuple[int, ...]) -> int:
     return hash((parent_hash, page_token_ids))
 
 
+def chain_keys(token_ids: list[int], max_match_tokens: int, page_size: int) -> tuple[list, list[int]]:
+    """The (parent hash, page tokens) key and the chain hash of each full page within ``max_match_tokens``."""
+    keys, hashes = [], []
+    parent = ROOT_HASH
+    for start in range(0, max_match_tokens - page_size + 1, page_size):
+        key = (parent, tuple(token_ids[start : start + page_size]))
+        keys.append(key)
+        parent = hash(key)
+        hashes.append(parent)
+    return keys, hashes
+
+
 class PrefixCache:
     """Owns page lifetime on top of a PageAllocator.
 
@@ -62,25 +74,26 @@ class PrefixCache:
         At most ``max_match_tokens`` tokens are matched (callers keep at least one token to compute, since
         the step that computes the last token is the one that yields logits). Takes no references.
         """
-        pages: list[int] = []
-        hashes: list[int] = []
         if not self.is_enabled:
-            return pages, hashes
-        size = self.page_size
-        parent = ROOT_HASH
-        for start in range(0, max_match_tokens - size + 1, size):
-            key = (parent, tuple(token_ids[start : start + size]))
+            return [], []
+        keys, hashes = chain_keys(token_ids, max_match_tokens, self.page_size)
+        pages: list[int] = []
+        for key in keys:
             page = self._page_by_key.get(key)
             if page is None:
                 break
             pages.append(page)
-            parent = hash(key)
-            hashes.append(parent)
-        return pages, hashes
+        return pages, hashes[: len(pages)]
+
+    def cached_page(self, key: tuple[int, tuple[int, ...]]) -> int | None:
+        """The page registered under a chain key (see ``chain_keys``), or None."""
+        return self._page_by_key.get(key)
 
     def acquire(self, pages: list[int]) -> None:
-        """Take a reference on each page (cached pages stop being evictable)."""
+        """Take a reference on each page (cached pages stop being evictable); the padding page 0 is skipped."""
         for page in pages:
+            if page == 0:
+                continue
             if self.allocator.ref_counts[page] == 0:
                 del self._evictable[page]
             self.allocator.incref(page)
@@ -116,8 +129,11 @@ class PrefixCache:
         return hash(key)
 
     def release(self, pages: list[int]) -> None:
-        """Drop a request's references. Released tail-first so a chain's deepest pages are evicted first."""
+        """Drop a request's references. Released tail-first so a chain's deepest pages are evicted first; the
+        padding page 0 (a windowed group's released entries) is skipped."""
         for page in reversed(pages):
+            if page == 0:
+                continue
             if self.allocator.decref(page) == 0:
                 if page in self._key_by_page:
                     self._evictable[page] = None

@@ -18,7 +18,7 @@ from torch import nn
 
 from roles.model_files.families.registry import family_named
 from roles.model_files.model_shape import ModelShape
-from roles.scheduler.kv_cache.paged_kv import KVCache
+from roles.scheduler.kv_cache.paged_kv import GroupedKVCache, KVCache
 from roles.scheduler.models.paged_attention import PagedAttentionPlan
 from roles.scheduler.models.placeholders import meta
 from roles.scheduler.models.quantized_linear import has_linear, linear_for
@@ -68,8 +68,10 @@ class LlamaDecoderLayer(nn.Module):
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x, (x.shape[-1],), weight, self.eps)
 
-    def forward(self, hidden, cos, sin, plan: PagedAttentionPlan, kv: KVCache) -> torch.Tensor:
-        """hidden (T, hidden_size) -> (T, hidden_size)."""
+    def forward(
+        self, hidden, cos, sin, plans: list[PagedAttentionPlan], kv: KVCache | GroupedKVCache
+    ) -> torch.Tensor:
+        """hidden (T, hidden_size) -> (T, hidden_size); plans: one per pool of ``kv`` (attention group)."""
         tokens = hidden.shape[0]
         qkv = self.qkv_proj(self._norm(hidden, self.input_norm))
         if self.qkv_bias is not None:
@@ -80,8 +82,12 @@ class LlamaDecoderLayer(nn.Module):
         if self.q_norm is not None:  # over each head, before the rotation
             q, k = self._norm(q, self.q_norm), self._norm(k, self.k_norm)
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        kv.write(self.index, plan.slot_mapping, k, v.reshape(tokens, self.num_kv_heads, self.head_dim))
-        attended = self.o_proj(plan.attend(q, kv.k[self.index], kv.v[self.index], self.scale, self.window))
+        group = kv.pool_of(self.index)
+        plan, pool = plans[group], kv.pools[group]
+        pool.write(self.index, plan.slot_mapping, k, v.reshape(tokens, self.num_kv_heads, self.head_dim))
+        attended = self.o_proj(
+            plan.attend(q, pool.k[self.index], pool.v[self.index], self.scale, self.window)
+        )
         if self.attn_output_norm is not None:
             attended = self._norm(attended, self.attn_output_norm)
         hidden = hidden + attended
@@ -170,7 +176,7 @@ class LlamaForCausalLM(nn.Module):
         return self._native_decode or None
 
     @torch.inference_mode()
-    def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
+    def forward(self, batch: ForwardBatch, kv: KVCache | GroupedKVCache) -> torch.Tensor:
         """Logits (B, vocab) float32 for the tokens at ``batch.logits_indices``.
 
         With a one-call decode plan (auto), sequences adding one token run through it and the rest
@@ -197,15 +203,17 @@ class LlamaForCausalLM(nn.Module):
         for layer in self.layers:
             layer.moe(hidden)
 
-    def forward_ops(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
+    def forward_ops(self, batch: ForwardBatch, kv: KVCache | GroupedKVCache) -> torch.Tensor:
         """The op-by-op path: any mix of prefill chunks and decodes."""
-        plan = PagedAttentionPlan(batch, kv.page_size, self.queries_per_kv)
+        plans = [
+            PagedAttentionPlan(batch, kv.page_size, self.queries_per_kv, g) for g in range(len(kv.pools))
+        ]
         cos, sin = self.rotary.cos_sin(batch.positions)
         local = self.local_rotary.cos_sin(batch.positions) if self.local_rotary is not None else None
         hidden = self.embed(batch.input_ids)
         for layer in self.layers:
             layer_cos, layer_sin = local if layer.is_local else (cos, sin)
-            hidden = layer(hidden, layer_cos, layer_sin, plan, kv)
+            hidden = layer(hidden, layer_cos, layer_sin, plans, kv)
         hidden = F.rms_norm(
             hidden[batch.logits_indices], (hidden.shape[-1],), self.norm, self.shape.rms_norm_eps
         )

@@ -6,8 +6,9 @@ and K/V are never repeated. Decode sequences (one new token each) run as one pad
 prefill chunk runs on its own with a causal mask offset by its cached length.
 
 A sliding-window layer (``window`` W > 0) sees only the keys at positions > query position - W, as
-transformers and llama.cpp count it; the masks of each window in use are made once per step. The KV cache still
-holds every position of such a layer: the window only masks what it reads.
+transformers and llama.cpp count it; the masks of each window in use are made once per step. A model with
+several attention groups has one plan per group, over that group's block tables; a windowed group's entries
+behind the window point at the padding page 0, which the window mask never lets a query read.
 """
 
 from __future__ import annotations
@@ -72,9 +73,10 @@ def _sequence_slots(block_table: torch.Tensor, length: int, page_size: int) -> t
 class PagedAttentionPlan:
     """Gather indices and masks for one ForwardBatch, shared by all layers."""
 
-    def __init__(self, batch: ForwardBatch, page_size: int, queries_per_kv: int):
+    def __init__(self, batch: ForwardBatch, page_size: int, queries_per_kv: int, group: int = 0):
         self.num_tokens = int(batch.input_ids.shape[0])
-        self.slot_mapping = batch.slot_mapping  # (T,) where each layer writes this step's K/V
+        # (T,) where each layer of the attention group writes this step's K/V
+        self.block_tables, self.slot_mapping = batch.paging(group)
         self.queries_per_kv = queries_per_kv
         decode_rows, decode_seqs, self.prefills = [], [], []
         start = 0
@@ -90,7 +92,7 @@ class PagedAttentionPlan:
         self.decode = self._plan_decode(batch, decode_rows, decode_seqs, page_size) if decode_rows else None
 
     def _plan_prefill(self, batch, seq, start, query_len, context_len, page_size) -> _PrefillChunk:
-        slots = _sequence_slots(batch.block_tables[seq], context_len, page_size)
+        slots = _sequence_slots(self.block_tables[seq], context_len, page_size)
         cached = context_len - query_len
         # Query i sits at position cached + i and sees keys 0..cached + i.
         query_pos = torch.arange(cached, context_len)
@@ -101,7 +103,7 @@ class PagedAttentionPlan:
     def _plan_decode(self, batch, rows, seqs, page_size) -> _DecodeGroup:
         lengths = torch.tensor([batch.context_lens[s] for s in seqs])
         max_len = int(lengths.max())
-        tables = batch.block_tables[seqs]  # (Bd, max_pages)
+        tables = self.block_tables[seqs]  # (Bd, max_pages)
         positions = torch.arange(max_len)
         page_index = (positions // page_size).clamp(max=tables.shape[1] - 1)
         slots = tables[:, page_index] * page_size + positions % page_size  # (Bd, Lmax)

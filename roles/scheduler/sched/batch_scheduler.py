@@ -3,7 +3,7 @@
 Every step has a token budget (``chunked_prefill_size``). Running requests are served first, oldest
 first: a decode costs 1 token, a partially prefilled prompt continues with its next chunk. What is left
 of the budget admits waiting requests FCFS (after prefix-cache lookup), bounded by
-``max_running_requests`` and by free KV pages. When a running request cannot get a page, the newest
+``max_running_requests`` and by free KV pages in every attention group (``request_pages``). When a running request cannot get a page, the newest
 running request is preempted: its pages are released and it goes back to the front of the queue to be
 recomputed (its full pages usually survive in the prefix cache, so recompute is mostly cache hits).
 
@@ -18,8 +18,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from roles.scheduler.kv_cache.prefix_cache import ROOT_HASH, PrefixCache
+from roles.scheduler.kv_cache.kv_groups import KVGroup
 from roles.scheduler.sched.request import Request, RequestStatus
+from roles.scheduler.sched.request_pages import RequestPages
 
 
 class QueueFull(Exception):
@@ -45,7 +46,7 @@ class ScheduledBatch:
 class BatchScheduler:
     def __init__(
         self,
-        prefix_cache: PrefixCache,
+        groups: list[KVGroup],
         max_running_requests: int,
         chunked_prefill_size: int,
         max_queued_requests: int,
@@ -58,8 +59,9 @@ class BatchScheduler:
                 f"chunked_prefill_size must be >= max_running_requests ({max_running_requests}); "
                 f"got {chunked_prefill_size}"
             )
-        self.cache = prefix_cache
-        self.page_size = prefix_cache.page_size
+        self.pages = RequestPages(groups)
+        self.cache = groups[0].cache  # counts prefix hits per request
+        self.page_size = groups[0].page_size
         self.max_running_requests = max_running_requests
         self.max_queued_requests = max_queued_requests
         self.chunked_prefill_size = chunked_prefill_size
@@ -130,37 +132,18 @@ class BatchScheduler:
     def _admit(self, request: Request, budget: int) -> int:
         """Match the prefix cache and reserve pages for the first chunk; the chunk length, or 0 if it won't fit."""
         # Keep >= 1 token to compute: the step computing the last token is the one that yields logits.
-        pages, hashes = self.cache.lookup(request.token_ids, request.num_tokens - 1)
-        self.cache.acquire(pages)
-        num_cached = len(pages) * self.page_size
+        num_cached = self.pages.match(request, request.num_tokens - 1)
         num_new = min(request.num_tokens - num_cached, budget)
-        num_pages_needed = -(-(num_cached + num_new) // self.page_size) - len(pages)
-        if num_pages_needed > self.cache.num_available_pages:
-            self.cache.release(pages)
+        if not self.pages.reserve(request, num_cached + num_new):
+            self.pages.release(request)
             return 0
-        request.page_ids = pages
-        request.page_hashes = hashes
-        self._allocate(request, num_pages_needed)
-        request.num_computed_tokens = num_cached
         request.num_cached_tokens = num_cached
         self.cache.record_query(request.num_tokens, num_cached)
         return num_new
 
     def reserve_pages(self, request: Request, num_tokens: int) -> bool:
         """Make the request's pages cover ``num_tokens`` tokens; False (and nothing taken) if they can't."""
-        num_missing = -(-num_tokens // self.page_size) - len(request.page_ids)
-        if num_missing <= 0:
-            return True
-        if num_missing > self.cache.num_available_pages:
-            return False
-        self._allocate(request, num_missing)
-        return True
-
-    def _allocate(self, request: Request, num_pages: int) -> None:
-        for _ in range(num_pages):
-            page = self.cache.allocate()
-            assert page is not None, "capacity was checked before allocating"
-            request.page_ids.append(page)
+        return self.pages.reserve(request, num_tokens)
 
     def _preempt(self, request: Request) -> None:
         self.running.remove(request)
@@ -171,28 +154,20 @@ class BatchScheduler:
         self.waiting.appendleft(request)
 
     def _release(self, request: Request) -> None:
-        self.cache.release(request.page_ids)
-        request.page_ids = []
-        request.page_hashes = []
-        request.num_computed_tokens = 0
+        self.pages.release(request)
 
     # ---- after the model step -------------------------------------------------------------------------
     def on_computed(self, batch: ScheduledBatch) -> None:
-        """Advance each scheduled request past its new tokens and publish pages that became full."""
+        """Advance each scheduled request past its new tokens, publish pages that became full and release
+        those behind a window."""
         for request, num_new in zip(batch.requests, batch.num_new_tokens, strict=True):
             self.advance(request, num_new)
 
     def advance(self, request: Request, num_new: int) -> None:
         """``num_new`` more of the request's tokens have their K/V in its pages (a step computed them, or a
-        verification kept them): count them and publish the pages they filled."""
-        size = self.page_size
+        verification kept them): count them, publish the pages they filled, release those behind a window."""
         request.num_computed_tokens += num_new
-        hashes = request.page_hashes
-        for page_index in range(len(hashes), request.num_computed_tokens // size):
-            parent = hashes[-1] if hashes else ROOT_HASH
-            start = page_index * size
-            page_tokens = request.token_ids[start : start + size]
-            hashes.append(self.cache.register(request.page_ids[page_index], parent, page_tokens))
+        self.pages.advance(request)
 
     def finish(self, request: Request, reason: str) -> None:
         """Take a request out (done, or aborted while waiting or running) and free its pages now."""

@@ -14,7 +14,9 @@ class ForwardBatch:
 
     Sequence i contributes ``query_lens[i]`` new tokens (1 for decode, a chunk for prefill) that sit at
     positions ``context_lens[i] - query_lens[i] .. context_lens[i] - 1``; its earlier tokens are already
-    in the paged KV cache at the pages listed in ``block_tables[i]``.
+    in the paged KV cache at the pages listed in ``block_tables[i]``. A model with several attention groups
+    (``roles.scheduler.kv_cache.kv_groups``) has one block table per group: ``block_tables`` and
+    ``slot_mapping`` address the first group, ``more_groups[g - 1]`` group g (``paging(g)``).
     """
 
     input_ids: torch.Tensor  # (T,) int64, sequences concatenated in order
@@ -24,6 +26,12 @@ class ForwardBatch:
     block_tables: torch.Tensor  # (B, max_pages) int64 page ids, padded with 0
     slot_mapping: torch.Tensor  # (T,) int64 flat slot (page * page_size + offset) to write each new K/V
     logits_indices: torch.Tensor  # (B,) int64 index into T of the token whose logits are sampled
+    # (block tables, slot mapping) of each further attention group, shaped like the two above
+    more_groups: tuple[tuple[torch.Tensor, torch.Tensor], ...] = ()
+
+    def paging(self, group: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(block tables, slot mapping) of an attention group."""
+        return (self.block_tables, self.slot_mapping) if group == 0 else self.more_groups[group - 1]
 
     @property
     def is_decode_only(self) -> bool:
@@ -42,6 +50,7 @@ class ForwardBatch:
             query_lens=query_lens,
             context_lens=[self.context_lens[s] for s in seqs],
             block_tables=self.block_tables[seqs],
+            more_groups=tuple((tables[seqs], slots[rows]) for tables, slots in self.more_groups),
             slot_mapping=self.slot_mapping[rows],
             logits_indices=torch.tensor([end - 1 for end in ends], dtype=torch.int64),
         )

@@ -21,9 +21,9 @@ class Request:
     """One sequence being served: its tokens, where its KV lives, and how far the model has got.
 
     ``token_ids`` is prompt + output. ``num_computed_tokens`` of them have K/V in the cache (pages in
-    ``page_ids``, in order); the next step computes some of the rest. When a step computes up to the last
-    token, its logits give the next output token, so prefill, recompute after preemption and decode are one
-    code path. ``page_hashes[i]`` is the prefix-cache chain hash of full page i once it is computed.
+    ``page_ids[g]``, in order: one block table per attention group, [] while it holds none); the next step
+    computes some of the rest. When a step computes up to the last token, its logits give the next output
+    token, so prefill, recompute after preemption and decode are one code path. ``page_hashes[i]`` is the prefix-cache chain hash of full page i once it is computed.
     """
 
     __slots__ = (
@@ -62,7 +62,7 @@ class Request:
         self.token_ids: list[int] = list(prompt_ids)
         self.num_prompt_tokens = len(self.token_ids)
         self.status = RequestStatus.WAITING
-        self.page_ids: list[int] = []
+        self.page_ids: list[list[int]] = []
         self.page_hashes: list[int] = []
         self.num_computed_tokens = 0
         self.num_cached_tokens = 0  # prompt tokens served from the prefix cache at the last admission
@@ -101,5 +101,5 @@ class Request:
     def __repr__(self) -> str:
         return (
             f"Request({self.request_id!r}, status={self.status.value}, tokens={self.num_tokens}, "
-            f"computed={self.num_computed_tokens}, pages={len(self.page_ids)})"
+            f"computed={self.num_computed_tokens}, pages={[len(table) for table in self.page_ids]})"
         )

@@ -8,6 +8,9 @@ pages: its last token and each drafted one, at consecutive positions, each atten
 itself. Every layer writes the step's K/V before any row attends, so together they are a causal chunk
 computed exactly like k + 1 successive decodes (the same kernels, hence the same logits), with logits at
 every row.
+
+A model with several attention groups (full attention, and each sliding window) gets one block table and
+slot mapping per group, from the request's pages in that group.
 """
 
 from __future__ import annotations
@@ -16,6 +19,32 @@ import torch
 
 from roles.scheduler.sched.batch_scheduler import ScheduledBatch
 from roles.scheduler.sched.forward_batch import ForwardBatch
+from roles.scheduler.sched.request import Request
+
+# One sequence of the forward: the request, the position of its first new token, how many new tokens.
+_Sequence = tuple[Request, int, int]
+
+
+def _group_paging(
+    sequences: list[_Sequence], group: int, page_size: int, page_counts: list[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(block tables, slot mapping) of one attention group: only the pages covering each sequence's context,
+    rows padded with the reserved page 0; the slot of every new token."""
+    slots: list[int] = []
+    for request, start, count in sequences:
+        pages = request.page_ids[group]
+        if count == 1:  # decode: the common case, no list building
+            slots.append(pages[start // page_size] * page_size + start % page_size)
+        else:
+            slots.extend(
+                [pages[p // page_size] * page_size + p % page_size for p in range(start, start + count)]
+            )
+    width = max(page_counts)
+    block_rows = [
+        request.page_ids[group][:num_pages] + [0] * (width - num_pages)
+        for (request, _, _), num_pages in zip(sequences, page_counts, strict=True)
+    ]
+    return torch.tensor(block_rows, dtype=torch.int64), torch.tensor(slots, dtype=torch.int64)
 
 
 def build_forward_batch(
@@ -23,57 +52,42 @@ def build_forward_batch(
 ) -> ForwardBatch:
     """``drafts``: per scheduled request, the tokens drafted after its last one ([] for none)."""
     input_ids: list[int] = []
+    sequences: list[_Sequence] = []
+    for index, (request, num_new) in enumerate(zip(batch.requests, batch.num_new_tokens, strict=True)):
+        start = request.num_computed_tokens
+        draft = drafts[index] if drafts is not None else None
+        if draft:  # a decode with a draft: one sequence per token, at consecutive positions
+            input_ids.append(request.token_ids[start])
+            input_ids.extend(draft)
+            sequences.extend((request, start + offset, 1) for offset in range(len(draft) + 1))
+        else:
+            input_ids.extend(request.token_ids[start : start + num_new])
+            sequences.append((request, start, num_new))
+
     positions: list[int] = []
-    slots: list[int] = []
     query_lens: list[int] = []
     context_lens: list[int] = []
     logits_indices: list[int] = []
-    seq_pages: list[list[int]] = []  # per sequence of the forward: the pages it reads
     num_tokens = 0
-    for index, (request, num_new) in enumerate(zip(batch.requests, batch.num_new_tokens, strict=True)):
-        start = request.num_computed_tokens
-        end = start + num_new
-        pages = request.page_ids
-        draft = drafts[index] if drafts is not None else None
-        if draft:  # a decode with a draft: one sequence per token, at consecutive positions
-            for offset, token in enumerate([request.token_ids[start], *draft]):
-                position = start + offset
-                input_ids.append(token)
-                positions.append(position)
-                slots.append(pages[position // page_size] * page_size + position % page_size)
-                num_tokens += 1
-                query_lens.append(1)
-                context_lens.append(position + 1)
-                logits_indices.append(num_tokens - 1)
-                seq_pages.append(pages)
-            continue
-        seq_pages.append(pages)
-        if num_new == 1:  # decode: the common case, no list building
-            input_ids.append(request.token_ids[start])
-            positions.append(start)
-            slots.append(pages[start // page_size] * page_size + start % page_size)
-        else:
-            input_ids.extend(request.token_ids[start:end])
-            span = range(start, end)
-            positions.extend(span)
-            slots.extend([pages[p // page_size] * page_size + p % page_size for p in span])
-        num_tokens += num_new
-        query_lens.append(num_new)
-        context_lens.append(end)
+    for _, start, count in sequences:
+        positions.extend(range(start, start + count))
+        num_tokens += count
+        query_lens.append(count)
+        context_lens.append(start + count)
         logits_indices.append(num_tokens - 1)
 
-    # Only the pages covering each sequence's context; rows padded with the reserved page 0.
     page_counts = [-(-end // page_size) for end in context_lens]
-    width = max(page_counts)
-    block_rows = [
-        pages[:count] + [0] * (width - count) for pages, count in zip(seq_pages, page_counts, strict=True)
+    paging = [
+        _group_paging(sequences, group, page_size, page_counts)
+        for group in range(len(batch.requests[0].page_ids))
     ]
     return ForwardBatch(
         input_ids=torch.tensor(input_ids, dtype=torch.int64),
         positions=torch.tensor(positions, dtype=torch.int64),
         query_lens=query_lens,
         context_lens=context_lens,
-        block_tables=torch.tensor(block_rows, dtype=torch.int64),
-        slot_mapping=torch.tensor(slots, dtype=torch.int64),
+        block_tables=paging[0][0],
+        slot_mapping=paging[0][1],
         logits_indices=torch.tensor(logits_indices, dtype=torch.int64),
+        more_groups=tuple(paging[1:]),
     )

@@ -5,7 +5,7 @@ import time
 import pytest
 import zmq
 
-from roles.model_files import gguf_checkpoint
+from roles.model_files import gguf_file
 from roles.model_files.model_path import resolve_model_path
 from roles.protocol import SamplingFields
 from roles.scheduler.engine.core import Engine

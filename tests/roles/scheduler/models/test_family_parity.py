@@ -18,12 +18,11 @@ from __future__ import annotations
 import gguf.quants
 import pytest
 import torch
-import transformers
 
 from roles.protocol import SamplingFields
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config
-from tests.family_checkpoints import FAMILY_CHECKPOINTS, write_family_checkpoint
+from tests.family_checkpoints import FAMILY_CHECKPOINTS, transformers_greedy, write_family_checkpoint
 from tests.llama_cpp_converter import convert_to_ggufs
 
 NEW_TOKENS = 24
@@ -51,22 +50,8 @@ def _round_like_the_converter(model, outtype: str) -> None:
 
 
 def _greedy(folder, overrides: dict, outtype: str | None = None) -> list[list[int]]:
-    config = transformers.AutoConfig.from_pretrained(folder)
-    for key, value in overrides.items():
-        setattr(config, key, value)
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, config=config, dtype=torch.float32)
-    if outtype is not None:
-        _round_like_the_converter(model, outtype)
-    model.generation_config.eos_token_id = None
-    out = []
-    for prompt in PROMPTS:
-        ids = torch.tensor([prompt])
-        with torch.inference_mode():
-            tokens = model.generate(
-                ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS, do_sample=False
-            )
-        out.append(tokens[0, len(prompt) :].tolist())
-    return out
+    adjust = None if outtype is None else (lambda model: _round_like_the_converter(model, outtype))
+    return transformers_greedy(folder, PROMPTS, NEW_TOKENS, overrides, adjust)
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILY_CHECKPOINTS))
