@@ -10,6 +10,7 @@ from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config
 from roles.scheduler.loading.from_file import load_model
 from tests.roles.scheduler.scheduler_fakes import RecallModel, expected_greedy, fake_shape, next_token_of
+from tests.family_checkpoints import write_family_checkpoint
 from tests.tiny_checkpoint import write_tiny_llama
 
 NGRAM = dict(speculative_method="ngram", speculative_num_draft_tokens=4, speculative_ngram_min=2)
@@ -157,3 +158,16 @@ def test_greedy_output_of_the_default_model_quoting_its_prompt_is_the_same_with_
     speculating = Engine(engine_config(**settings, **NGRAM), model_and_shape)
     assert speculating.generate([text, text[:20]], greedy(24)) == plain
     assert speculating.stats()["num_spec_accepted_tokens"] > 0
+
+
+def test_greedy_output_of_a_model_with_sliding_windows_is_the_same_with_speculation(tmp_path):
+    """Gemma 3's local layers keep only their window (8 positions) in pools of their own: drafted rows take
+    pages in every pool, and pages behind the window are released while drafts are kept and rejected."""
+    folder = str(write_family_checkpoint("gemma3", tmp_path / "gemma3"))
+    repetitive = [[11, 12, 13, 14, 15, 16] * 6, [40, 41, 42] * 7 + [7, 8] * 4, [5, 6, 7, 8, 9] * 3]
+    settings = dict(model_path=folder, kv_cache_tokens=1024, page_size=4, max_running_requests=4)
+    settings.update(chunked_prefill_size=16)
+    plain = Engine(engine_config(**settings)).generate(repetitive, greedy(32))
+    speculating = Engine(engine_config(**settings, **NGRAM))
+    assert speculating.generate(repetitive, greedy(32)) == plain
+    assert speculating.stats()["num_spec_drafted_tokens"] > 0
