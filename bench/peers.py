@@ -209,7 +209,8 @@ def main() -> None:
     measured: dict[str, dict | str] = {}
     llama_likes = (
         (PEERS[0], args.llama_server, "--llama-server", ()),
-        (PEERS[1], args.ik_llama_server, "--ik-llama-server", ("-fa", "off")),
+        # --log-disable: its trace log is otherwise a llama.log in the current folder.
+        (PEERS[1], args.ik_llama_server, "--ik-llama-server", ("-fa", "off", "--log-disable")),
     )
     for name, binary, flag, extra in llama_likes:
         if binary is None:
