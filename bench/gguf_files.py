@@ -60,17 +60,18 @@ def measure_roleserve(path: str, args) -> dict:
     try:
         ready = server.wait_ready()
         rows = run_levels(server.url, args)
-        return {"ready_s": ready, "rows": rows, "pss_mib": server.pss_mib()}
+        return {"ready_s": ready, "rows": rows, "pss_mib": server.pss_mib(), "kernels": server.kernels()}
     finally:
         server.stop()
 
 
-def measure_llama_server(path: str, args) -> dict:
+def measure_llama_server(path: str, args, binary: str | None = None, extra: tuple[str, ...] = ()) -> dict:
+    """llama-server, or a server of its command line (ik_llama.cpp's: binary, with extra flags)."""
     slots, context = slots_and_context(args)
     port = free_port()
     threads = str(args.threads or len(psutil.Process().cpu_affinity()))
-    argv = [args.llama_server, "-m", path, "--host", "127.0.0.1", "--port", str(port), "-t", threads]
-    argv += ["-np", str(slots), "-c", str(context), "--alias", "model"]
+    argv = [binary or args.llama_server, "-m", path, "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["-t", threads, "-np", str(slots), "-c", str(context), "--alias", "model", *extra]
     with reference_server(argv, f"http://127.0.0.1:{port}") as (process, ready):
         rows = run_levels(f"http://127.0.0.1:{port}", args)
         return {"ready_s": ready, "rows": rows, "pss_mib": tree_pss_mib(process.pid)}

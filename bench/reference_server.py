@@ -4,6 +4,8 @@ always stopped. Loopback only; the wait is bounded."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -14,17 +16,24 @@ import psutil
 
 @contextlib.contextmanager
 def reference_server(
-    argv: list[str], url: str, timeout_s: float = 300
+    argv: list[str], url: str, timeout_s: float = 300, env: dict | None = None, log: str | None = None
 ) -> Iterator[tuple[subprocess.Popen, float]]:
-    """(the process, seconds until its /health answered 200); stopped when the block ends."""
+    """(the process, seconds until its /health answered 200); stopped when the block ends. env: variables
+    added to this process's; log: a file for its output (named in the error when it does not start)."""
     started = time.monotonic()
+    output = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        argv,
+        stdout=output,
+        stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
     )
     try:
         while True:
             if process.poll() is not None or time.monotonic() - started > timeout_s:
-                raise SystemExit(f"the reference server did not start: {' '.join(argv)}")
+                where = f" (its output: {log})" if log else ""
+                raise SystemExit(f"the reference server did not start: {' '.join(argv)}{where}")
             try:
                 if httpx.get(url + "/health", timeout=1).status_code == 200:
                     break
@@ -33,11 +42,16 @@ def reference_server(
             time.sleep(0.02)
         yield process, time.monotonic() - started
     finally:
-        process.terminate()
+        # The whole process group: a server with worker processes (vLLM's engine core) leaves none behind.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        if log:
+            output.close()
 
 
 def tree_pss_mib(pid: int) -> float:

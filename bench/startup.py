@@ -86,9 +86,17 @@ class Server:
     def pss_mib(self) -> float:
         return tree_pss_mib(self.process.pid)
 
-    def scheduler_pid(self, instance: int = 0) -> int:
+    def scheduler(self, instance: int = 0) -> dict:
+        """The scheduler's entry of /roles: its pid, settings and facts."""
         processes = httpx.get(self.url + "/roles", timeout=60).json()["processes"]
-        return next(p["pid"] for p in processes if p["role"] == "scheduler" and p["instance"] == instance)
+        return next(p for p in processes if p["role"] == "scheduler" and p["instance"] == instance)
+
+    def scheduler_pid(self, instance: int = 0) -> int:
+        return self.scheduler(instance)["pid"]
+
+    def kernels(self) -> dict:
+        """The scheduler's kernels fact: the ISA path it runs, why, and the paths this CPU has."""
+        return self.scheduler()["facts"]["kernels"][0]
 
     def restart_scheduler_seconds(self, instance: int = 0, timeout_s: float = 600) -> float:
         """SIGKILL scheduler[instance]; seconds until its new process is READY (an expert-parallel rank
