@@ -9,8 +9,8 @@ from roles.protocol import SamplingFields
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config
 from roles.scheduler.loading.from_file import load_model
-from tests.roles.scheduler.scheduler_fakes import RecallModel, expected_greedy, fake_shape, next_token_of
 from tests.family_checkpoints import write_family_checkpoint
+from tests.roles.scheduler.scheduler_fakes import RecallModel, expected_greedy, fake_shape, next_token_of
 from tests.tiny_checkpoint import write_tiny_llama
 
 NGRAM = dict(speculative_method="ngram", speculative_num_draft_tokens=4, speculative_ngram_min=2)
