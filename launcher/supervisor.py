@@ -150,7 +150,9 @@ class Supervisor:
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self, specs: list[ChildSpec]) -> None:
         """Spawn every child, then wait until each reported READY with the launcher's fingerprint."""
-        for spec in specs:
+        # Spawned roles first: starting a preloaded role waits until the preloaded parent has finished its
+        # imports (it reports the forked pid only then), and the spawned ones import meanwhile.
+        for spec in sorted(specs, key=lambda spec: spec.preload):
             self.spawned_at[spec.name] = time.monotonic()
             self.children.start(spec)
         timeout = self.settings.startup_timeout_s
