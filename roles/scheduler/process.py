@@ -95,6 +95,9 @@ def main(link: ChildLink) -> None:
         except RankMissing as error:
             raise SystemExit(f"scheduler: {error}") from None
         server = LockstepSchedulerServer(link, engine, recorder_dir_from_context(), group)
+    # Its first load before READY: by the time the launcher calls the server ready, the fronts have it queued
+    # and /metrics carries this scheduler's series from the first scrape.
+    server.report_load()
     link.send_ready()
     if group is None:
         server.run()
