@@ -61,7 +61,10 @@ def build_forward_batch(
             input_ids.extend(draft)
             sequences.extend((request, start + offset, 1) for offset in range(len(draft) + 1))
         else:
-            input_ids.extend(request.token_ids[start : start + num_new])
+            if num_new == 1:  # decode: the common case, no slice
+                input_ids.append(request.token_ids[start])
+            else:
+                input_ids.extend(request.token_ids[start : start + num_new])
             sequences.append((request, start, num_new))
 
     positions: list[int] = []
@@ -70,7 +73,10 @@ def build_forward_batch(
     logits_indices: list[int] = []
     num_tokens = 0
     for _, start, count in sequences:
-        positions.extend(range(start, start + count))
+        if count == 1:
+            positions.append(start)
+        else:
+            positions.extend(range(start, start + count))
         num_tokens += count
         query_lens.append(count)
         context_lens.append(start + count)
