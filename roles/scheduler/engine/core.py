@@ -23,6 +23,7 @@ from roles.scheduler.expert_stats.reporter import BalancednessReporter
 from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache.kv_groups import build_kv_groups
 from roles.scheduler.kv_cache.paged_kv import GroupedKVCache
+from roles.scheduler.models.rotary import long_rope_from
 from roles.scheduler.sampling.sampler import Sampler
 from roles.scheduler.sampling.token_constraints import GrammarFailure, TokenConstraints, advance
 from roles.scheduler.sched.batch_scheduler import BatchScheduler
@@ -112,6 +113,7 @@ class Engine:
             config.max_running_requests,
             config.chunked_prefill_size,
             config.max_queued_requests,
+            long_rope_from(self.shape.rope_scaling),
         )
         self.sampler = Sampler()
         self.speculator = None

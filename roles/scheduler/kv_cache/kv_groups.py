@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.kv_cache.page_allocator import PageAllocator
 from roles.scheduler.kv_cache.paged_kv import KVCache
-from roles.scheduler.kv_cache.prefix_cache import PrefixCache, chain_keys
+from roles.scheduler.kv_cache.prefix_cache import ROOT_HASH, PrefixCache, chain_keys
 
 
 @dataclass
@@ -117,7 +117,9 @@ def kv_pool_facts(groups: list[KVGroup]) -> list[dict]:
     return rows
 
 
-def match_prefix(groups: list[KVGroup], token_ids: list[int], max_match_tokens: int) -> tuple[list, list]:
+def match_prefix(
+    groups: list[KVGroup], token_ids: list[int], max_match_tokens: int, root: int = ROOT_HASH
+) -> tuple[list, list]:
     """The longest cached prefix every group can serve: (pages per group, chain hashes of its pages).
 
     A windowed group's list has the padding page 0 before the first page its window reads. Takes no
@@ -125,7 +127,7 @@ def match_prefix(groups: list[KVGroup], token_ids: list[int], max_match_tokens: 
     size = groups[0].page_size
     if not all(group.cache.is_enabled for group in groups):
         return [[] for _ in groups], []
-    keys, hashes = chain_keys(token_ids, max_match_tokens, size)
+    keys, hashes = chain_keys(token_ids, max_match_tokens, size, root)
     found = [[group.cache.cached_page(key) for key in keys] for group in groups]
     num_pages = len(keys)
     for group, pages in zip(groups, found, strict=True):

@@ -12,16 +12,25 @@ from collections import OrderedDict
 from roles.scheduler.kv_cache.page_allocator import PageAllocator
 
 ROOT_HASH = 0  # the parent hash of a sequence's first page
+# The same tokens rotated with longrope's long factors have other K: their chains start from another root.
+LONG_ROPE_ROOT_HASH = hash(("long rope",))
+
+
+def root_hash(long_rope: bool) -> int:
+    return LONG_ROPE_ROOT_HASH if long_rope else ROOT_HASH
 
 
 def chain_hash(parent_hash: int, page_token_ids: tuple[int, ...]) -> int:
     return hash((parent_hash, page_token_ids))
 
 
-def chain_keys(token_ids: list[int], max_match_tokens: int, page_size: int) -> tuple[list, list[int]]:
-    """The (parent hash, page tokens) key and the chain hash of each full page within ``max_match_tokens``."""
+def chain_keys(
+    token_ids: list[int], max_match_tokens: int, page_size: int, root: int = ROOT_HASH
+) -> tuple[list, list[int]]:
+    """The (parent hash, page tokens) key and the chain hash of each full page within ``max_match_tokens``,
+    the first page's parent being ``root``."""
     keys, hashes = [], []
-    parent = ROOT_HASH
+    parent = root
     for start in range(0, max_match_tokens - page_size + 1, page_size):
         key = (parent, tuple(token_ids[start : start + page_size]))
         keys.append(key)

@@ -208,7 +208,7 @@ class LlamaForCausalLM(nn.Module):
         plans = [
             PagedAttentionPlan(batch, kv.page_size, self.queries_per_kv, g) for g in range(len(kv.pools))
         ]
-        cos, sin = self.rotary.cos_sin(batch.positions)
+        cos, sin = self.rotary.cos_sin(batch.positions, batch.long_rope_rows)
         local = self.local_rotary.cos_sin(batch.positions) if self.local_rotary is not None else None
         hidden = self.embed(batch.input_ids)
         for layer in self.layers:

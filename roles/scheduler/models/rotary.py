@@ -1,6 +1,7 @@
 """Rotary position embedding (HF rotate_half layout) with the file's theta and optional rope_scaling:
 linear, llama3, a GGUF's per-frequency factors (``frequency_factors``, llama.cpp's rope_freqs) and Phi-3's
-longrope (short factors before the original context, long ones from there on, cos/sin scaled)."""
+longrope (cos/sin scaled, the short factors for a sequence within the original context, the long ones for every
+position of a longer sequence: the step marks those rows, ``ForwardBatch.long_rope_rows``)."""
 
 from __future__ import annotations
 
@@ -48,15 +49,22 @@ def rope_inverse_frequencies(head_dim: int, theta: float, scaling: dict | None) 
     )
 
 
+def long_rope_from(scaling: dict | None) -> int | None:
+    """longrope's original context, past which a sequence rotates with the long factors; None without longrope."""
+    if scaling is None or scaling.get("rope_type") != "longrope":
+        return None
+    return int(scaling["original_max_position_embeddings"])
+
+
 class RotaryEmbedding:
     """cos/sin for a step's positions are computed once per forward and reused by every layer."""
 
     def __init__(self, head_dim: int, theta: float, scaling: dict | None):
         self.inv_freq = rope_inverse_frequencies(head_dim, theta, scaling)
-        self.long_inv_freq = None  # longrope: from position long_from on
+        self.long_inv_freq = None  # longrope: for every position of a sequence longer than long_from
         self.long_from = 0
         self.magnitude = 1.0  # cos and sin scaled by it (longrope's attention factor)
-        if scaling is not None and scaling.get("rope_type") == "longrope":
+        if long_rope_from(scaling) is not None:
             exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim
             self.long_inv_freq = 1.0 / (
                 torch.tensor(scaling["long_factor"], dtype=torch.float32) * theta**exponents
@@ -64,14 +72,15 @@ class RotaryEmbedding:
             self.long_from = int(scaling["original_max_position_embeddings"])
             self.magnitude = float(scaling["attention_factor"])
 
-    def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """positions (T,) -> cos, sin of shape (T, 1, head_dim), broadcast over heads."""
+    def cos_sin(
+        self, positions: torch.Tensor, long_rows: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """positions (T,) -> cos, sin of shape (T, 1, head_dim), broadcast over heads. ``long_rows`` (T,) bool
+        marks the rows of sequences past longrope's original context (None: none is)."""
         places = positions.to(torch.float32)[:, None]
         freqs = places * self.inv_freq[None, :]
-        if self.long_inv_freq is not None:
-            freqs = torch.where(
-                positions[:, None] >= self.long_from, places * self.long_inv_freq[None, :], freqs
-            )
+        if self.long_inv_freq is not None and long_rows is not None:
+            freqs = torch.where(long_rows[:, None], places * self.long_inv_freq[None, :], freqs)
         angles = torch.cat((freqs, freqs), dim=-1)
         if self.magnitude != 1.0:
             return (angles.cos() * self.magnitude)[:, None, :], (angles.sin() * self.magnitude)[:, None, :]

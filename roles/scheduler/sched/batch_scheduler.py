@@ -7,6 +7,11 @@ of the budget admits waiting requests FCFS (after prefix-cache lookup), bounded 
 running request is preempted: its pages are released and it goes back to the front of the queue to be
 recomputed (its full pages usually survive in the prefix cache, so recompute is mostly cache hits).
 
+A model with longrope scaling (Phi-3) rotates a sequence longer than its original context with the long factors
+at every position, as transformers does: a request is marked ``long_rope`` at admission when it is already that
+long, and a running one that grows past it is sent back to the front of the queue to be recomputed, its pages
+released (the short-factor K are wrong for it now; long-factor pages chain from their own prefix-cache root).
+
 Admission into the queue is bounded too: the scheduler holds at most
 ``max_running_requests + max_queued_requests`` unfinished requests and ``add`` refuses the next one
 (QueueFull), whoever sent it.
@@ -50,6 +55,7 @@ class BatchScheduler:
         max_running_requests: int,
         chunked_prefill_size: int,
         max_queued_requests: int,
+        long_rope_from: int | None = None,
     ):
         if max_running_requests < 1:
             raise ValueError(f"max_running_requests must be >= 1; got {max_running_requests}")
@@ -68,6 +74,9 @@ class BatchScheduler:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []  # admission order: the last one is the newest
         self.num_preemptions = 0
+        # longrope's original context: a sequence longer than this rotates with the long factors (else None)
+        self.long_rope_from = long_rope_from
+        self.num_long_rope_recomputes = 0
 
     @property
     def num_unfinished(self) -> int:
@@ -98,6 +107,10 @@ class BatchScheduler:
         index = 0
         while index < len(running) and budget > 0:
             request = running[index]
+            if self._turns_long_rope(request):
+                self._send_back(request)  # recomputed with the long factors, from the queue's head
+                self.num_long_rope_recomputes += 1
+                continue
             num_new = min(request.num_tokens - request.num_computed_tokens, budget)
             if not self.reserve_pages(request, request.num_computed_tokens + num_new):
                 if not self._preempt_until_fits(request, num_new):
@@ -131,6 +144,7 @@ class BatchScheduler:
 
     def _admit(self, request: Request, budget: int) -> int:
         """Match the prefix cache and reserve pages for the first chunk; the chunk length, or 0 if it won't fit."""
+        self._turns_long_rope(request)
         # Keep >= 1 token to compute: the step computing the last token is the one that yields logits.
         num_cached = self.pages.match(request, request.num_tokens - 1)
         num_new = min(request.num_tokens - num_cached, budget)
@@ -145,12 +159,30 @@ class BatchScheduler:
         """Make the request's pages cover ``num_tokens`` tokens; False (and nothing taken) if they can't."""
         return self.pages.reserve(request, num_tokens)
 
+    def _turns_long_rope(self, request: Request) -> bool:
+        """Mark the request ``long_rope`` if it has just grown past longrope's original context; True then."""
+        if self.long_rope_from is None or request.long_rope or request.num_tokens <= self.long_rope_from:
+            return False
+        request.long_rope = True
+        return True
+
+    def short_rope_room(self, request: Request) -> int:
+        """How many positions past its tokens the request may still compute before it turns ``long_rope``
+        (a speculative draft stops there); unbounded without longrope."""
+        if self.long_rope_from is None or request.long_rope:
+            return 1 << 62
+        return self.long_rope_from - request.num_tokens
+
     def _preempt(self, request: Request) -> None:
+        self._send_back(request)
+        request.num_preemptions += 1
+        self.num_preemptions += 1
+
+    def _send_back(self, request: Request) -> None:
+        """Release the running request's pages and queue it first, to be recomputed."""
         self.running.remove(request)
         self._release(request)
         request.status = RequestStatus.WAITING
-        request.num_preemptions += 1
-        self.num_preemptions += 1
         self.waiting.appendleft(request)
 
     def _release(self, request: Request) -> None:

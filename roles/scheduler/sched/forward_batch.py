@@ -28,6 +28,9 @@ class ForwardBatch:
     logits_indices: torch.Tensor  # (B,) int64 index into T of the token whose logits are sampled
     # (block tables, slot mapping) of each further attention group, shaped like the two above
     more_groups: tuple[tuple[torch.Tensor, torch.Tensor], ...] = ()
+    # (T,) bool: the rows of sequences that rotate with longrope's long factors (``Request.long_rope``); None
+    # when no row does
+    long_rope_rows: torch.Tensor | None = None
 
     def paging(self, group: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(block tables, slot mapping) of an attention group."""
@@ -53,4 +56,5 @@ class ForwardBatch:
             more_groups=tuple((tables[seqs], slots[rows]) for tables, slots in self.more_groups),
             slot_mapping=self.slot_mapping[rows],
             logits_indices=torch.tensor([end - 1 for end in ends], dtype=torch.int64),
+            long_rope_rows=None if self.long_rope_rows is None else self.long_rope_rows[rows],
         )

@@ -24,6 +24,8 @@ class Request:
     ``page_ids[g]``, in order: one block table per attention group, [] while it holds none); the next step
     computes some of the rest. When a step computes up to the last token, its logits give the next output
     token, so prefill, recompute after preemption and decode are one code path. ``page_hashes[i]`` is the prefix-cache chain hash of full page i once it is computed.
+    ``long_rope`` is set once the sequence is longer than longrope's original context: from then on all its
+    positions rotate with the long factors (``BatchScheduler`` recomputes what the short ones had computed).
     """
 
     __slots__ = (
@@ -45,6 +47,7 @@ class Request:
         "matcher",
         "arrived_at",
         "queue_time_s",
+        "long_rope",
     )
 
     def __init__(
@@ -81,6 +84,7 @@ class Request:
         self.matcher = None
         self.arrived_at = time.monotonic()
         self.queue_time_s: float | None = None  # arrival to first scheduled; kept across preemptions
+        self.long_rope = False
 
     @property
     def num_tokens(self) -> int:

@@ -9,7 +9,7 @@ published to the prefix cache as they fill, dropped from a windowed group once b
 from __future__ import annotations
 
 from roles.scheduler.kv_cache.kv_groups import KVGroup, match_prefix
-from roles.scheduler.kv_cache.prefix_cache import ROOT_HASH, chain_hash
+from roles.scheduler.kv_cache.prefix_cache import chain_hash, root_hash
 from roles.scheduler.sched.request import Request
 
 
@@ -20,7 +20,9 @@ class RequestPages:
 
     def match(self, request: Request, max_match_tokens: int) -> int:
         """Take the request's longest prefix hit in every group; the number of tokens it covers."""
-        pages, hashes = match_prefix(self.groups, request.token_ids, max_match_tokens)
+        pages, hashes = match_prefix(
+            self.groups, request.token_ids, max_match_tokens, root_hash(request.long_rope)
+        )
         for group, table in zip(self.groups, pages, strict=True):
             group.cache.acquire(table)
         request.page_ids = pages
@@ -64,7 +66,7 @@ class RequestPages:
         size = self.page_size
         hashes = request.page_hashes
         for page_index in range(len(hashes), request.num_computed_tokens // size):
-            parent = hashes[-1] if hashes else ROOT_HASH
+            parent = hashes[-1] if hashes else root_hash(request.long_rope)
             page_tokens = request.token_ids[page_index * size : (page_index + 1) * size]
             for group, table in zip(self.groups, request.page_ids, strict=True):
                 if table[page_index]:

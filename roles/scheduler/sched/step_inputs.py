@@ -10,7 +10,8 @@ computed exactly like k + 1 successive decodes (the same kernels, hence the same
 every row.
 
 A model with several attention groups (full attention, and each sliding window) gets one block table and
-slot mapping per group, from the request's pages in that group.
+slot mapping per group, from the request's pages in that group. The rows of requests past longrope's original
+context are marked, to rotate with the long factors.
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def build_forward_batch(
         context_lens.append(start + count)
         logits_indices.append(num_tokens - 1)
 
+    long_rope_rows = None
+    if any(request.long_rope for request, _, _ in sequences):
+        long_rope_rows = torch.tensor(
+            [request.long_rope for request, _, count in sequences for _ in range(count)], dtype=torch.bool
+        )
     page_counts = [-(-end // page_size) for end in context_lens]
     paging = [
         _group_paging(sequences, group, page_size, page_counts)
@@ -96,4 +102,5 @@ def build_forward_batch(
         slot_mapping=paging[0][1],
         logits_indices=torch.tensor(logits_indices, dtype=torch.int64),
         more_groups=tuple(paging[1:]),
+        long_rope_rows=long_rope_rows,
     )

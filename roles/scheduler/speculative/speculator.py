@@ -70,6 +70,7 @@ class NgramSpeculator:
                     budget,
                     request.params.max_tokens - request.num_output_tokens - 1,
                     request.max_total_tokens - request.num_tokens - 1,
+                    scheduler.short_rope_room(request),
                 )
                 if limit > 0:
                     draft = self._index_of(request).propose(request.token_ids, limit)

@@ -171,3 +171,17 @@ def test_greedy_output_of_a_model_with_sliding_windows_is_the_same_with_speculat
     speculating = Engine(engine_config(**settings, **NGRAM))
     assert speculating.generate(repetitive, greedy(32)) == plain
     assert speculating.stats()["num_spec_drafted_tokens"] > 0
+
+
+def test_drafts_stop_where_longrope_turns_long_and_the_recompute_keeps_the_tokens():
+    engine = recall_engine()
+    engine.scheduler.long_rope_from = 40  # as a longrope model with an original context of 40 sets it
+    prompt = prompts()[5]  # 31 tokens: crosses 40 while decoding with drafts
+    assert engine.generate([prompt], greedy(30)) == [expected_greedy(prompt, 30, echo_mostly)]
+    assert engine.stats()["num_spec_accepted_tokens"] > 0
+    assert engine.scheduler.num_long_rope_recomputes == 1
+    steps = engine.model.steps
+    recompute = next(i for i, (query_lens, _) in enumerate(steps) if i > 0 and sum(query_lens) > 4)
+    # Before it, no row sits at position 40 or later (context 41): a draft never runs past the crossing.
+    assert max(max(context_lens) for _, context_lens in steps[:recompute]) == 40
+    assert steps[recompute][1][0] <= 40 + 1 and steps[recompute][0][0] > 1
