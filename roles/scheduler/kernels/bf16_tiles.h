@@ -1,6 +1,7 @@
 // Whole 8-row tiles of a linear in AVX-512 BF16 dot products (vdpbf16ps), on the avx512bf16 path: each group
-// of 32 weights is decoded to float32 as on every path, rounded to one register of 32 bfloat16s, and
-// multiplied with the 8 input rows' bfloat16 copies, 32 products per instruction instead of 16 per FMA.
+// of 32 weights is decoded to float32 as on every path and rounded to one register of 32 bfloat16s, once per
+// call into a panel of a work item's weight rows, and multiplied with the tiles' bfloat16 copies of the
+// input rows, 32 products per instruction instead of 16 per FMA.
 // Products are summed in float32; inputs and weights round to bfloat16 (8 significant bits). Rows after the
 // last whole tile, and so a step of one sequence, stay float32: there the rounding costs more time than the
 // dot products save (measured in docs/weights-and-kernels.md), and one row is bound by reading the weights.
@@ -30,16 +31,21 @@ static inline __m512bh rs_group_bf16(const __m256 w[4]) {
     return _mm512_cvtne2ps_pbh(hi, lo);
 }
 
-// out[r, n] for the RS_ROW_TILE rows of xb (k bfloat16s apart) and part rows n in [n0, n1); one accumulator
-// per row, eight independent chains.
+// A thread's buffer for one work item's weight panel, grown as needed and kept for the next call.
+static inline uint16_t* rs_bf16_panel(int64_t size) {
+    thread_local std::vector<uint16_t> panel;
+    if (static_cast<int64_t>(panel.size()) < size) panel.resize(size);
+    return panel.data();
+}
+
+// Part rows [n0, n1) decoded once into panel as bfloat16, k apart: each weight is widened once per call
+// instead of once per 8-row tile.
 template <int TYPE>
-static void rs_linear_tile_bf16(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const uint16_t* xb, int64_t k,
-                                float* out, int64_t ldo) {
+static void rs_decode_panel_bf16(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, int64_t k, uint16_t* panel) {
     using R = rs_reader<TYPE>;
     for (int64_t n = n0; n < n1; ++n) {
         const uint8_t* row = p.data + n * p.row_bytes;
-        __m512 acc[RS_ROW_TILE];
-        for (int r = 0; r < RS_ROW_TILE; ++r) acc[r] = _mm512_setzero_ps();
+        uint16_t* out = panel + (n - n0) * k;
         for (int64_t b = 0; b < blocks; ++b) {
             R reader;
             reader.begin(row + b * R::BYTES);
@@ -47,12 +53,51 @@ static void rs_linear_tile_bf16(const rs_part& p, int64_t blocks, int64_t n0, in
             for (int j = 0; j < R::GROUPS; ++j) {
                 __m256 w[4];
                 reader.group(j, w);
-                const __m512bh weights = rs_group_bf16(w);
-                const int64_t column = (b * R::GROUPS + j) * RS_GROUP;
-                for (int r = 0; r < RS_ROW_TILE; ++r)
-                    acc[r] = _mm512_dpbf16_ps(acc[r], weights, (__m512bh)_mm512_loadu_si512(xb + r * k + column));
+                _mm512_storeu_si512(out + (b * R::GROUPS + j) * RS_GROUP, (__m512i)rs_group_bf16(w));
             }
         }
-        for (int r = 0; r < RS_ROW_TILE; ++r) out[r * ldo + n] = _mm512_reduce_add_ps(acc[r]);
+    }
+}
+
+// out[m, n] for M rows of xb and N rows of the panel (both k bfloat16s apart): M x N accumulators, each
+// summing its products in the same order as a lone row against a lone weight row would.
+template <int M, int N>
+static inline void rs_panel_kernel_bf16(const uint16_t* xb, const uint16_t* panel, int64_t k, float* out, int64_t ldo) {
+    __m512 acc[M][N];
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) acc[m][n] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < k; c += RS_GROUP) {
+        __m512bh weights[N];
+        for (int n = 0; n < N; ++n) weights[n] = (__m512bh)_mm512_loadu_si512(panel + n * k + c);
+        for (int m = 0; m < M; ++m) {
+            const __m512bh x = (__m512bh)_mm512_loadu_si512(xb + m * k + c);
+            for (int n = 0; n < N; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], weights[n], x);
+        }
+    }
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) out[m * ldo + n] = _mm512_reduce_add_ps(acc[m][n]);
+}
+
+// out[r, n] for the first `rows` rows of xb (whole tiles, k bfloat16s apart) and part rows n in [n0, n1): the
+// panel is decoded once, then multiplied 4 input rows by 4 weight rows at a time (16 accumulators, 8 loads
+// per 16 dot products).
+template <int TYPE>
+static void rs_linear_tiles_bf16(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const uint16_t* xb,
+                                 int64_t rows, int64_t k, float* out, int64_t ldo) {
+    constexpr int M = 4;  // divides RS_ROW_TILE
+    uint16_t* panel = rs_bf16_panel((n1 - n0) * k);
+    rs_decode_panel_bf16<TYPE>(p, blocks, n0, n1, k, panel);
+    const int64_t count = n1 - n0;
+    for (int64_t m = 0; m < rows; m += M) {
+        const uint16_t* x = xb + m * k;
+        float* o = out + m * ldo + n0;
+        int64_t n = 0;
+        for (; n + 4 <= count; n += 4) rs_panel_kernel_bf16<M, 4>(x, panel + n * k, k, o + n, ldo);
+        switch (count - n) {
+            case 1: rs_panel_kernel_bf16<M, 1>(x, panel + n * k, k, o + n, ldo); break;
+            case 2: rs_panel_kernel_bf16<M, 2>(x, panel + n * k, k, o + n, ldo); break;
+            case 3: rs_panel_kernel_bf16<M, 3>(x, panel + n * k, k, o + n, ldo); break;
+            default: break;
+        }
     }
 }

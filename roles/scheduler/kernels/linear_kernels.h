@@ -127,9 +127,10 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
     const int64_t blocks = k / RS_GROUP / rs_reader<TYPE>::GROUPS;
     int64_t r = 0;
 #ifdef RS_BF16_TILES
-    if (xb != nullptr)
-        for (; r + RS_ROW_TILE <= rows; r += RS_ROW_TILE)
-            rs_linear_tile_bf16<TYPE>(p, blocks, n0, n1, xb + r * k, k, out + r * ldo, ldo);
+    if (xb != nullptr && rows >= RS_ROW_TILE) {
+        r = rows / RS_ROW_TILE * RS_ROW_TILE;
+        rs_linear_tiles_bf16<TYPE>(p, blocks, n0, n1, xb, r, k, out, ldo);
+    }
 #endif
     for (; r + RS_ROW_TILE <= rows; r += RS_ROW_TILE)
         rs_linear_tile<TYPE, RS_ROW_TILE>(p, blocks, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo);
