@@ -31,13 +31,6 @@ static inline __m512bh rs_group_bf16(const __m256 w[4]) {
     return _mm512_cvtne2ps_pbh(hi, lo);
 }
 
-// A thread's buffer for one work item's weight panel, grown as needed and kept for the next call.
-static inline uint16_t* rs_bf16_panel(int64_t size) {
-    thread_local std::vector<uint16_t> panel;
-    if (static_cast<int64_t>(panel.size()) < size) panel.resize(size);
-    return panel.data();
-}
-
 // Part rows [n0, n1) decoded once into panel as bfloat16, k apart: each weight is widened once per call
 // instead of once per 8-row tile.
 template <int TYPE>
@@ -85,7 +78,7 @@ template <int TYPE>
 static void rs_linear_tiles_bf16(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const uint16_t* xb,
                                  int64_t rows, int64_t k, float* out, int64_t ldo) {
     constexpr int M = 4;  // divides RS_ROW_TILE
-    uint16_t* panel = rs_bf16_panel((n1 - n0) * k);
+    uint16_t* panel = rs_panel_buffer<uint16_t>((n1 - n0) * k);
     rs_decode_panel_bf16<TYPE>(p, blocks, n0, n1, k, panel);
     const int64_t count = n1 - n0;
     for (int64_t m = 0; m < rows; m += M) {

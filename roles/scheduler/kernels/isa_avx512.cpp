@@ -3,6 +3,7 @@
 #include "isa_prelude.h"
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")
 #define RS_ENTRY(name) name##_avx512
+#define RS_VECTOR_REGISTERS 32  // AVX-512's register file: wider register tiles (linear_kernels.h)
 namespace rs_avx512 {
 #include "cpu_kernels.cpp"
 }  // namespace rs_avx512

@@ -113,6 +113,76 @@ static void rs_linear_single_row(const rs_part& p, int64_t blocks, int64_t n0, i
     if (n < n1) rs_linear_tile<TYPE, 1>(p, blocks, n, n1, x, 0, out, 0);
 }
 
+// Part row n decoded to k float32s in out.
+template <int TYPE>
+static inline void rs_part_row(const rs_part& p, int64_t blocks, int64_t n, float* out) {
+    using R = rs_reader<TYPE>;
+    const uint8_t* row = p.data + n * p.row_bytes;
+    for (int64_t b = 0; b < blocks; ++b) {
+        R reader;
+        reader.begin(row + b * R::BYTES);
+#pragma GCC unroll 8
+        for (int j = 0; j < R::GROUPS; ++j) {
+            __m256 weights[4];
+            reader.group(j, weights);
+            float* o = out + (b * R::GROUPS + j) * RS_GROUP;
+            for (int i = 0; i < 4; ++i) _mm256_storeu_ps(o + 8 * i, weights[i]);
+        }
+    }
+}
+
+#ifndef RS_VECTOR_REGISTERS
+#define RS_VECTOR_REGISTERS 16
+#endif
+// Weight rows a panel kernel holds in registers beside 4 input rows' accumulators (4 x N + N + 1 registers).
+constexpr int RS_PANEL_N = RS_VECTOR_REGISTERS >= 32 ? 4 : 2;
+
+// A thread's buffer for one work item's decoded weight rows, grown as needed and kept for the next call.
+template <typename T>
+static inline T* rs_panel_buffer(int64_t size) {
+    thread_local std::vector<T> panel;
+    if (static_cast<int64_t>(panel.size()) < size) panel.resize(size);
+    return panel.data();
+}
+
+// out[m, n] for M input rows of x and N decoded weight rows of the panel (k apart): each accumulator sums its
+// products in the order an 8-row tile does, so the two give the same bits.
+template <int M, int N>
+static inline void rs_panel_kernel(const float* x, int64_t ldx, const float* panel, int64_t k, float* out, int64_t ldo) {
+    __m256 acc[M][N];
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) acc[m][n] = _mm256_setzero_ps();
+    for (int64_t c = 0; c < k; c += 8) {
+        __m256 weights[N];
+        for (int n = 0; n < N; ++n) weights[n] = _mm256_loadu_ps(panel + n * k + c);
+        for (int m = 0; m < M; ++m) {
+            const __m256 xs = _mm256_loadu_ps(x + m * ldx + c);
+            for (int n = 0; n < N; ++n) acc[m][n] = _mm256_fmadd_ps(weights[n], xs, acc[m][n]);
+        }
+    }
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) out[m * ldo + n] = rs_hsum(acc[m][n]);
+}
+
+// out[r, n] for the first `rows` rows of x (a whole number of tiles) and part rows n in [n0, n1): the rows are
+// decoded once into a panel, then multiplied 4 input rows by RS_PANEL_N weight rows at a time, so a weight is
+// widened once per call rather than once per 8-row tile.
+template <int TYPE>
+static void rs_linear_panel(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const float* x, int64_t rows,
+                            int64_t ldx, int64_t k, float* out, int64_t ldo) {
+    constexpr int M = 4, N = RS_PANEL_N;
+    float* panel = rs_panel_buffer<float>((n1 - n0) * k);
+    for (int64_t n = n0; n < n1; ++n) rs_part_row<TYPE>(p, blocks, n, panel + (n - n0) * k);
+    const int64_t count = n1 - n0;
+    for (int64_t m = 0; m < rows; m += M) {
+        const float* xm = x + m * ldx;
+        float* o = out + m * ldo + n0;
+        int64_t n = 0;
+        for (; n + N <= count; n += N) rs_panel_kernel<M, N>(xm, ldx, panel + n * k, k, o + n, ldo);
+        for (; n < count; ++n) rs_panel_kernel<M, 1>(xm, ldx, panel + n * k, k, o + n, ldo);
+    }
+}
+
 #ifdef RS_BF16_TILES
 #include "bf16_tiles.h"
 #else
@@ -132,6 +202,10 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
         rs_linear_tiles_bf16<TYPE>(p, blocks, n0, n1, xb, r, k, out, ldo);
     }
 #endif
+    if (r == 0 && rows >= 2 * RS_ROW_TILE) {  // one tile alone decodes its weights once either way
+        r = rows / RS_ROW_TILE * RS_ROW_TILE;
+        rs_linear_panel<TYPE>(p, blocks, n0, n1, x, r, ldx, k, out, ldo);
+    }
     for (; r + RS_ROW_TILE <= rows; r += RS_ROW_TILE)
         rs_linear_tile<TYPE, RS_ROW_TILE>(p, blocks, n0, n1, x + r * ldx, ldx, out + r * ldo, ldo);
     x += r * ldx, out += r * ldo;
@@ -191,21 +265,7 @@ static void rs_weight_row(const rs_linear& w, int64_t row, float* out) {
     for (int i = 0; i < w.num_parts; row -= w.parts[i].rows, ++i) {
         const rs_part& p = w.parts[i];
         if (row >= p.rows) continue;
-        const uint8_t* data = p.data + row * p.row_bytes;
-        rs_dispatch_type(p.type, [&]<int TYPE>() {
-            using R = rs_reader<TYPE>;
-            for (int64_t b = 0; b < w.k / RS_GROUP / R::GROUPS; ++b) {
-                R reader;
-                reader.begin(data + b * R::BYTES);
-    #pragma GCC unroll 8
-            for (int j = 0; j < R::GROUPS; ++j) {
-                    __m256 weights[4];
-                    reader.group(j, weights);
-                    float* o = out + (b * R::GROUPS + j) * RS_GROUP;
-                    for (int i = 0; i < 4; ++i) _mm256_storeu_ps(o + 8 * i, weights[i]);
-                }
-            }
-        });
+        rs_dispatch_type(p.type, [&]<int TYPE>() { rs_part_row<TYPE>(p, w.k / RS_GROUP / rs_reader<TYPE>::GROUPS, row, out); });
         return;
     }
 }
