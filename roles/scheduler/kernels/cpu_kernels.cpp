@@ -1,7 +1,8 @@
 // roleserve's CPU kernels, called through ctypes (GIL released): linears over a GGUF's own blocks of any
 // tensor type for any number of rows, embedding-row lookup, and one whole decode step of Llama's layer (with
-// Qwen's Q/K/V biases or per-head Q/K norms where a family has them; every sequence adds one token) in a
-// single call.
+// Qwen's Q/K/V biases or per-head Q/K norms where a family has them) in a single call. A step's rows are
+// one token each: a decode, or one token of a prefill chunk over its sequence's pages (every row's K/V is
+// written before any row attends, so a chunk's rows attend causally), with logits for the rows asked.
 //
 // This file is compiled once per instruction set (isa_*.cpp set the target and name the entry points with
 // RS_ENTRY); dispatch.cpp exports the entry points and calls the set chosen for this CPU.
@@ -60,7 +61,9 @@ struct rs_decode_batch {
     int64_t page_size;
     float* kv;  // (layers, 2, num_slots, kv_heads, head_dim)
     int64_t num_slots;
-    float* logits;  // (B, vocab) out
+    float* logits;  // (num_logits, vocab) out: the rows logits_rows names, or (B, vocab) when it is null
+    const int64_t* logits_rows;  // (num_logits,) rows to take logits of (a prefill chunk's last), or null
+    int64_t num_logits;
 };
 
 }  // extern "C"
@@ -257,9 +260,13 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
             for (int64_t s = 0; s < B; ++s)
                 for (int64_t i = 0; i < H; ++i) hidden[s * H + i] += proj[s * H + i];
         }
+        const int64_t sampled = batch.logits_rows != nullptr ? batch.num_logits : B;
 #pragma omp for schedule(static)
-        for (int64_t s = 0; s < B; ++s) rms_norm_row(&hidden[s * H], m.final_norm, H, m.eps, &normed[s * H]);
-        rs_linear_shared(*m.head, normed.data(), B, H, batch.logits, m.vocab, xb);
+        for (int64_t i = 0; i < sampled; ++i) {
+            const int64_t s = batch.logits_rows != nullptr ? batch.logits_rows[i] : i;
+            rms_norm_row(&hidden[s * H], m.final_norm, H, m.eps, &normed[i * H]);
+        }
+        rs_linear_shared(*m.head, normed.data(), sampled, H, batch.logits, m.vocab, xb);
     }
     return 0;
 }

@@ -62,7 +62,7 @@ int selected = widest();
 
 extern "C" {
 
-int rs_kernels_abi_version() { return 4; }
+int rs_kernels_abi_version() { return 5; }
 
 // 1 when the kernels run tensors of ggml type `type`, else 0.
 int rs_type_supported(int32_t type) {

@@ -15,7 +15,7 @@ import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
@@ -90,6 +90,8 @@ class RsDecodeBatch(ctypes.Structure):
         ("kv", _ptr),
         ("num_slots", ctypes.c_int64),
         ("logits", _ptr),
+        ("logits_rows", _ptr),  # null: every row
+        ("num_logits", ctypes.c_int64),
     ]
 
 

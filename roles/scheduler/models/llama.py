@@ -179,12 +179,13 @@ class LlamaForCausalLM(nn.Module):
     def forward(self, batch: ForwardBatch, kv: KVCache | GroupedKVCache) -> torch.Tensor:
         """Logits (B, vocab) float32 for the tokens at ``batch.logits_indices``.
 
-        With a one-call decode plan (auto), sequences adding one token run through it and the rest
-        (prefill chunks) op by op, so a prefill never slows the decodes that share its step."""
+        With a one-call plan (auto), the whole step runs through it, prefill chunks as one-token rows; when a
+        long chunk over a long context would not fit its score buffer, the decodes still do and the chunks
+        run op by op."""
         native_plan = self.native_decode_plan()
         if native_plan is None:
             return self.forward_ops(batch, kv)
-        if batch.is_decode_only:
+        if batch.is_decode_only or native_plan.fits(batch):
             return native_plan.forward(batch, kv)
         decodes = [s for s, query_len in enumerate(batch.query_lens) if query_len == 1]
         if not decodes:

@@ -1,9 +1,11 @@
 """A whole decode step of Llama's layer in one kernel call (``exec.weight_dtype: auto``), with Qwen 2's Q/K/V
 biases and Qwen 3's per-head Q/K norms where the family has them.
 
-When every sequence of a step adds exactly one token, the model's layers, attention over the paged
-cache, final norm and logits run in ``rs_decode_step`` (kernels/cpu_kernels.cpp): one call and one
-parallel region instead of ~40 torch ops per layer. The plan holds the C view of every weight; it is
+The model's layers, attention over the paged cache, final norm and logits run in ``rs_decode_step``
+(kernels/cpu_kernels.cpp): one call and one parallel region instead of ~40 torch ops per layer. Every token
+of the step is a row of its own: a decode's one token, or each token of a prefill chunk, which sees its
+sequence's pages up to its own position (the call writes the step's K/V before any row attends), with
+logits only for the rows the scheduler samples. The plan holds the C view of every weight; it is
 built once, after the weights are in place (loaded, or mapped from the weight cache).
 """
 
@@ -26,6 +28,10 @@ def _layer_linears(layer) -> list:
 def _pointer(vector) -> int | None:
     """A float32 vector's address for the C struct, or None (NULL) when the layer has no such vector."""
     return None if vector is None else vector.data_ptr()
+
+
+# Attention scores the call may hold (rows x heads x longest context, float32): 64 MiB.
+MAX_SCORES = 1 << 24
 
 
 class NativeDecodePlan:
@@ -84,13 +90,24 @@ class NativeDecodePlan:
             getattr(m, "kernel_view", None) is not None and m.kernel_view() is not None for m in modules
         )
 
+    def fits(self, batch: ForwardBatch) -> bool:
+        """Whether the call's attention scores (a row per token, per head, per position) stay within
+        MAX_SCORES floats; a long prefill chunk over a long context runs op by op instead."""
+        longest = max(batch.context_lens)
+        return batch.input_ids.shape[0] * self.model.heads * longest <= MAX_SCORES
+
     def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
-        """Logits (B, vocab) float32 for a batch whose every sequence has one new token."""
-        num_seqs = len(batch.query_lens)
-        logits = torch.empty(num_seqs, self.model.vocab, dtype=torch.float32)
-        tables = batch.block_tables.contiguous()
+        """Logits (len(batch.logits_indices), vocab) float32: every token of the batch is a one-token row."""
+        num_rows = batch.input_ids.shape[0]
+        tables = batch.block_tables
+        logits_rows, num_logits = None, num_rows
+        if not batch.is_decode_only:  # each token reads its sequence's block table
+            tables = tables.repeat_interleave(torch.tensor(batch.query_lens), dim=0)
+            logits_rows, num_logits = batch.logits_indices.contiguous(), len(batch.query_lens)
+        tables = tables.contiguous()
+        logits = torch.empty(num_logits, self.model.vocab, dtype=torch.float32)
         step = native.RsDecodeBatch(
-            num_seqs,
+            num_rows,
             batch.input_ids.data_ptr(),
             batch.positions.data_ptr(),
             batch.slot_mapping.data_ptr(),
@@ -100,6 +117,8 @@ class NativeDecodePlan:
             kv.storage.data_ptr(),
             kv.num_slots,
             logits.data_ptr(),
+            None if logits_rows is None else logits_rows.data_ptr(),
+            num_logits,
         )
         native.decode_step(self.model, step)
         return logits

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from roles.scheduler.kernels import native
+from roles.scheduler.kernels.isa import ROUNDS_TO_BF16
 from roles.scheduler.loading import weight_mode
 from roles.scheduler.loading.from_file import load_model
 from tests.family_checkpoints import write_family_checkpoint
@@ -70,10 +71,14 @@ def bundled_auto():
 
 
 def test_one_call_decode_step_equals_the_op_by_op_path_on_the_bundled_gguf(bundled_auto, kernel_isa):
+    """The prompts' prefill and the decodes, both paths. On a BF16 path the linears' inputs round to 8
+    significant bits, so float32 differences of the last place before them (the two paths' attention and norms
+    sum in other orders) can move an input by one bfloat16 step: a looser bound there."""
     model, shape = bundled_auto
     native_logits, torch_logits = _native_and_torch_logits(model, shape, PROMPTS[:5], steps=12)
+    bound = 1e-2 if kernel_isa in ROUNDS_TO_BF16 else 1e-3
     for ours, theirs in zip(native_logits, torch_logits, strict=True):
-        assert (ours - theirs).abs().max() < 1e-3 * theirs.abs().max()
+        assert (ours - theirs).abs().max() < bound * theirs.abs().max()
         assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
 
 
