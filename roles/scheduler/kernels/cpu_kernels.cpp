@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "linear_kernels.h"
@@ -86,8 +87,8 @@ void rotate(float* head, const float* cos, const float* sin, int64_t half) {
     }
 }
 
-// Softmax in place over n scores, returning nothing: scores become probabilities.
-void softmax(float* scores, int64_t n) {
+// e^(score - max) in place over n scores; returns (max, sum of the exponentials).
+std::pair<float, float> exp_shifted(float* scores, int64_t n) {
     float best = -INFINITY;
     for (int64_t t = 0; t < n; ++t) best = scores[t] > best ? scores[t] : best;
     const __m256 shift = _mm256_set1_ps(best);
@@ -100,34 +101,46 @@ void softmax(float* scores, int64_t n) {
     }
     float total = rs_hsum(total8);
     for (; t < n; ++t) total += (scores[t] = std::exp(scores[t] - best));
-    const float inv = 1.0f / total;
-    for (t = 0; t < n; ++t) scores[t] *= inv;
+    return {best, total};
 }
 
-// The G query heads that share one KV head of one sequence, against its cached keys/values (this
-// step's K/V already written). Each cached K/V row is fetched from memory once for all G heads.
-// scores: (G, length) scratch; q and out: the G heads' rows, head_dim apart.
+// The G query heads that share one KV head of one sequence, against its cached keys/values at positions
+// [t0, t1) (this step's K/V already written). Each cached K/V row is fetched from memory once for all G
+// heads. scores: (G, length) scratch, length = the sequence's context; q and out: the G heads' rows, head_dim
+// apart. stats null: the whole context, out normalised. Otherwise a part of it: out holds the sum of
+// e^(score - max) V and stats[2g], stats[2g + 1] that max and the sum of the exponentials (merge_parts).
 void attend_kv_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq, int64_t kv_head, const float* q,
-                    const float* k_cache, const float* v_cache, float* scores, float* out) {
+                    const float* k_cache, const float* v_cache, float* scores, float* out, int64_t t0, int64_t t1,
+                    float* stats) {
     const int64_t d = m.head_dim, group = m.heads / m.kv_heads;
     const int64_t length = batch.positions[seq] + 1, page = batch.page_size;
     const int64_t* table = batch.block_tables + seq * batch.table_stride;
     const int64_t row_stride = int64_t(m.kv_heads) * d;
     const float scale = 1.0f / std::sqrt(float(d));
     // Positions page by page: one table lookup per page, consecutive rows within it.
-    for (int64_t start = 0; start < length; start += page) {
-        const int64_t rows = length - start < page ? length - start : page;
-        const float* keys = k_cache + table[start / page] * page * row_stride + kv_head * d;
+    for (int64_t start = t0; start < t1;) {
+        const int64_t rows = std::min(page - start % page, t1 - start);
+        const float* keys = k_cache + (table[start / page] * page + start % page) * row_stride + kv_head * d;
         for (int64_t t = 0; t < rows; ++t)
             for (int64_t g = 0; g < group; ++g)
                 scores[g * length + start + t] = rs_dot(q + g * d, keys + t * row_stride, d) * scale;
+        start += rows;
     }
-    for (int64_t g = 0; g < group; ++g) softmax(scores + g * length, length);
+    for (int64_t g = 0; g < group; ++g) {
+        float* row = scores + g * length + t0;
+        const auto [best, total] = exp_shifted(row, t1 - t0);
+        if (stats == nullptr) {  // probabilities
+            const float inv = 1.0f / total;
+            for (int64_t t = 0; t < t1 - t0; ++t) row[t] *= inv;
+        } else {
+            stats[2 * g] = best, stats[2 * g + 1] = total;
+        }
+    }
     if (d % 8 != 0 || d > 128) {  // generic path
         for (int64_t g = 0; g < group; ++g) {
             float* o = out + g * d;
             std::memset(o, 0, sizeof(float) * d);
-            for (int64_t t = 0; t < length; ++t) {
+            for (int64_t t = t0; t < t1; ++t) {
                 const float* value = v_cache + (table[t / page] * page + t % page) * row_stride + kv_head * d;
                 for (int64_t i = 0; i < d; ++i) o[i] += scores[g * length + t] * value[i];
             }
@@ -140,17 +153,34 @@ void attend_kv_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq
         __m256 acc[16];
         for (int64_t c = 0; c < chunks; ++c) acc[c] = _mm256_setzero_ps();
         const float* p = scores + g * length;
-        for (int64_t start = 0; start < length; start += page) {
-            const int64_t rows = length - start < page ? length - start : page;
-            const float* values = v_cache + table[start / page] * page * row_stride + kv_head * d;
+        for (int64_t start = t0; start < t1;) {
+            const int64_t rows = std::min(page - start % page, t1 - start);
+            const float* values = v_cache + (table[start / page] * page + start % page) * row_stride + kv_head * d;
             for (int64_t t = 0; t < rows; ++t) {
                 const __m256 weight = _mm256_set1_ps(p[start + t]);
                 for (int64_t c = 0; c < chunks; ++c)
                     acc[c] = _mm256_fmadd_ps(weight, _mm256_loadu_ps(values + t * row_stride + 8 * c), acc[c]);
             }
+            start += rows;
         }
         for (int64_t c = 0; c < chunks; ++c) _mm256_storeu_ps(out + g * d + 8 * c, acc[c]);
     }
+}
+
+// One query head's output from its parts' unnormalised outputs (d floats each, d_stride apart) and stats.
+void merge_parts(const float* outs, int64_t d_stride, const float* stats, int64_t stats_stride, int64_t parts,
+                 int64_t d, float* out) {
+    float best = -INFINITY;
+    for (int64_t i = 0; i < parts; ++i) best = std::max(best, stats[i * stats_stride]);
+    float total = 0.0f;
+    std::memset(out, 0, sizeof(float) * d);
+    for (int64_t i = 0; i < parts; ++i) {
+        const float weight = std::exp(stats[i * stats_stride] - best);
+        total += weight * stats[i * stats_stride + 1];
+        for (int64_t j = 0; j < d; ++j) out[j] += weight * outs[i * d_stride + j];
+    }
+    const float inv = 1.0f / total;
+    for (int64_t j = 0; j < d; ++j) out[j] *= inv;
 }
 
 void silu_and_multiply(const float* gate, const float* up, float* out, int64_t n) {
@@ -204,6 +234,13 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
     std::vector<float> hidden(B * H), normed(B * H), qkv(B * qkv_size), attended(B * q_size), proj(B * H),
         gate_up(B * 2 * inter), act(B * inter), cos(B * half), sin(B * half),
         scores(B * int64_t(m.heads) * longest);
+    // Attention goes by (sequence, KV head); when there are fewer such items than 2 per thread, each is also
+    // split along its positions (at least 64 a part) and the parts merged by their softmax statistics.
+    const int64_t items = B * m.kv_heads;
+    int64_t parts = items >= 2 * threads ? 1 : (2 * threads + items - 1) / items;
+    parts = std::max<int64_t>(1, std::min(parts, longest / 64));
+    std::vector<float> part_out(parts > 1 ? parts * B * m.heads * D : 0),
+        part_stats(parts > 1 ? parts * B * m.heads * 2 : 0);
     const int64_t widest = std::max({H, q_size, inter});
     std::vector<uint16_t> bf16(rs_bf16_scratch(B, widest));
     uint16_t* const xb = bf16.empty() ? nullptr : bf16.data();
@@ -239,12 +276,35 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
                 std::memcpy(k_cache + batch.slots[s] * kv_size, row + q_size, sizeof(float) * kv_size);
                 std::memcpy(v_cache + batch.slots[s] * kv_size, row + q_size + kv_size, sizeof(float) * kv_size);
             }
+            if (parts == 1) {
 #pragma omp for schedule(dynamic, 1) collapse(2)
-            for (int64_t s = 0; s < B; ++s)
-                for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
-                    attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
-                                   &scores[(s * m.heads + kvh * group) * longest],
-                                   &attended[s * q_size + kvh * group * D]);
+                for (int64_t s = 0; s < B; ++s)
+                    for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
+                        attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
+                                       &scores[(s * m.heads + kvh * group) * longest],
+                                       &attended[s * q_size + kvh * group * D], 0, batch.positions[s] + 1, nullptr);
+            } else {  // few (sequence, KV head) items for the threads: each also split along its positions
+#pragma omp for schedule(dynamic, 1) collapse(3)
+                for (int64_t s = 0; s < B; ++s)
+                    for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
+                        for (int64_t part = 0; part < parts; ++part) {
+                            const int64_t length = batch.positions[s] + 1;
+                            const int64_t t0 = length * part / parts, t1 = length * (part + 1) / parts;
+                            const int64_t head = s * m.heads + kvh * group;  // its first query head
+                            if (t0 < t1)
+                                attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache,
+                                               v_cache, &scores[head * longest], &part_out[(part * B * m.heads + head) * D],
+                                               t0, t1, &part_stats[(part * B * m.heads + head) * 2]);
+                            else  // an empty part: weight e^-inf = 0 at the merge
+                                for (int64_t g = 0; g < group; ++g)
+                                    part_stats[(part * B * m.heads + head + g) * 2] = -INFINITY,
+                                    part_stats[(part * B * m.heads + head + g) * 2 + 1] = 0.0f;
+                        }
+#pragma omp for schedule(static)
+                for (int64_t head = 0; head < B * m.heads; ++head)
+                    merge_parts(&part_out[head * D], B * m.heads * D, &part_stats[head * 2], B * m.heads * 2, parts, D,
+                                &attended[head * D]);
+            }
             rs_linear_shared(layer.o, attended.data(), B, q_size, proj.data(), H, xb);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s) {

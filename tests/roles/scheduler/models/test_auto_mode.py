@@ -42,6 +42,21 @@ def test_one_call_decode_step_equals_the_op_by_op_path_on_a_float_checkpoint(tmp
         assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
+def test_one_call_step_splits_a_long_context_along_its_positions(tmp_path):
+    """One sequence of 2 KV heads on 2 threads is fewer (sequence, KV head) items than two per thread: the step
+    splits each along its positions (64 or more a part) and merges the parts by their softmax statistics. The
+    logits still equal the op-by-op path's, over contexts from 260 to 275 positions."""
+    model, shape = load_model(str(write_tiny_llama(tmp_path / "tiny")), weight_dtype="auto")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        native_logits, torch_logits = _native_and_torch_logits(model, shape, [list(range(3, 263))], steps=16)
+    finally:
+        torch.set_num_threads(threads)
+    for ours, theirs in zip(native_logits, torch_logits, strict=True):
+        assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("family", ["qwen2", "qwen3"])
 def test_one_call_decode_step_takes_qkv_biases_and_qk_norms(tmp_path, family):
     """Qwen 2's Q/K/V biases and Qwen 3's per-head Q/K norms run inside the one-call step, same logits."""
