@@ -26,6 +26,12 @@ def _llama3_inv_freq(inv_freq: torch.Tensor, scaling: dict) -> torch.Tensor:
     return torch.where(in_between, smoothed, scaled)
 
 
+def _factored_inv_freq(factors, head_dim: int, theta: float) -> torch.Tensor:
+    """longrope's inverse frequencies: each base frequency divided by its factor."""
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim
+    return 1.0 / (torch.tensor(factors, dtype=torch.float32) * theta**exponents)
+
+
 def rope_inverse_frequencies(head_dim: int, theta: float, scaling: dict | None) -> torch.Tensor:
     """(head_dim / 2,) float32 inverse frequencies after scaling."""
     exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim
@@ -42,7 +48,7 @@ def rope_inverse_frequencies(head_dim: int, theta: float, scaling: dict | None) 
     if kind == "frequency_factors":
         return inv_freq / torch.tensor(scaling["factors"], dtype=torch.float32)
     if kind == "longrope":  # the short factors; RotaryEmbedding switches to the long ones
-        return 1.0 / (torch.tensor(scaling["short_factor"], dtype=torch.float32) * theta**exponents)
+        return _factored_inv_freq(scaling["short_factor"], head_dim, theta)
     raise ValueError(
         f"rope_scaling type {kind!r} is not supported "
         "(supported: default, linear, llama3, frequency_factors, longrope)"
@@ -61,15 +67,10 @@ class RotaryEmbedding:
 
     def __init__(self, head_dim: int, theta: float, scaling: dict | None):
         self.inv_freq = rope_inverse_frequencies(head_dim, theta, scaling)
-        self.long_inv_freq = None  # longrope: for every position of a sequence longer than long_from
-        self.long_from = 0
+        self.long_inv_freq = None  # longrope: for the rows of sequences past the original context
         self.magnitude = 1.0  # cos and sin scaled by it (longrope's attention factor)
         if long_rope_from(scaling) is not None:
-            exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim
-            self.long_inv_freq = 1.0 / (
-                torch.tensor(scaling["long_factor"], dtype=torch.float32) * theta**exponents
-            )
-            self.long_from = int(scaling["original_max_position_embeddings"])
+            self.long_inv_freq = _factored_inv_freq(scaling["long_factor"], head_dim, theta)
             self.magnitude = float(scaling["attention_factor"])
 
     def cos_sin(
