@@ -35,20 +35,11 @@ static inline __m512bh rs_group_bf16(const __m256 w[4]) {
 // instead of once per 8-row tile.
 template <int TYPE>
 static void rs_decode_panel_bf16(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, int64_t k, uint16_t* panel) {
-    using R = rs_reader<TYPE>;
     for (int64_t n = n0; n < n1; ++n) {
-        const uint8_t* row = p.data + n * p.row_bytes;
         uint16_t* out = panel + (n - n0) * k;
-        for (int64_t b = 0; b < blocks; ++b) {
-            R reader;
-            reader.begin(row + b * R::BYTES);
-#pragma GCC unroll 8
-            for (int j = 0; j < R::GROUPS; ++j) {
-                __m256 w[4];
-                reader.group(j, w);
-                _mm512_storeu_si512(out + (b * R::GROUPS + j) * RS_GROUP, (__m512i)rs_group_bf16(w));
-            }
-        }
+        rs_for_each_group<TYPE>(p, blocks, n, [&](int64_t column, const __m256* weights) {
+            _mm512_storeu_si512(out + column, (__m512i)rs_group_bf16(weights));
+        });
     }
 }
 

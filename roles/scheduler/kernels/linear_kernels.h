@@ -113,9 +113,10 @@ static void rs_linear_single_row(const rs_part& p, int64_t blocks, int64_t n0, i
     if (n < n1) rs_linear_tile<TYPE, 1>(p, blocks, n, n1, x, 0, out, 0);
 }
 
-// Part row n decoded to k float32s in out.
-template <int TYPE>
-static inline void rs_part_row(const rs_part& p, int64_t blocks, int64_t n, float* out) {
+// use(column, weights) for every 32-weight group of part row n, in order: the group decoded into four 8-float
+// registers, column its first weight's index.
+template <int TYPE, typename Use>
+static RS_ALWAYS_INLINE void rs_for_each_group(const rs_part& p, int64_t blocks, int64_t n, Use&& use) {
     using R = rs_reader<TYPE>;
     const uint8_t* row = p.data + n * p.row_bytes;
     for (int64_t b = 0; b < blocks; ++b) {
@@ -125,10 +126,17 @@ static inline void rs_part_row(const rs_part& p, int64_t blocks, int64_t n, floa
         for (int j = 0; j < R::GROUPS; ++j) {
             __m256 weights[4];
             reader.group(j, weights);
-            float* o = out + (b * R::GROUPS + j) * RS_GROUP;
-            for (int i = 0; i < 4; ++i) _mm256_storeu_ps(o + 8 * i, weights[i]);
+            use((b * R::GROUPS + j) * RS_GROUP, weights);
         }
     }
+}
+
+// Part row n decoded to k float32s in out.
+template <int TYPE>
+static inline void rs_part_row(const rs_part& p, int64_t blocks, int64_t n, float* out) {
+    rs_for_each_group<TYPE>(p, blocks, n, [&](int64_t column, const __m256* weights) {
+        for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + column + 8 * i, weights[i]);
+    });
 }
 
 #ifndef RS_VECTOR_REGISTERS
