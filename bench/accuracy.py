@@ -2,6 +2,7 @@
 random checkpoint of each model family.
 
     .venv/bin/python bench/accuracy.py [--modes auto int8 int4] [--tokens 32] [--one-at-a-time] [--isa avx512]
+        [--activations int16]
     .venv/bin/python bench/accuracy.py --families [gemma3 qwen3 ...]   # every family when none is named
 
 exact decodes greedily from the prompts (for the default model 16: English, code, numbers and random ids; for
@@ -10,7 +11,8 @@ every other mode is fed exact's tokens and, at each position, its top token is c
 agreement), along with the largest logit difference. The prompt goes through the prefill path, every later
 position through a decode step; --one-at-a-time decodes each prompt alone (a batch of one). A family's
 checkpoint is the Hugging Face folder tests/family_checkpoints.py writes, made in a temporary directory.
---isa runs the kernels (auto) on one instruction-set path (exec.kernel_isa) instead of auto's.
+--isa runs the kernels (auto) on one instruction-set path (exec.kernel_isa) instead of auto's; --activations
+sets exec.activation_dtype, which acts on steps of fewer than 16 rows: with --one-at-a-time, every decode.
 """
 
 from __future__ import annotations
@@ -58,9 +60,11 @@ def main() -> None:
     parser.add_argument("--one-at-a-time", action="store_true")
     parser.add_argument("--families", nargs="*", choices=sorted(FAMILY_CHECKPOINTS), metavar="FAMILY")
     parser.add_argument("--isa", default="auto")
+    parser.add_argument("--activations", default="float32", choices=native.ACTIVATION_DTYPES)
     args = parser.parse_args()
     native.select_isa(args.isa)
-    print(f"kernel path {native.selected_isa()}")
+    native.set_activation_dtype(args.activations)
+    print(f"kernel path {native.selected_isa()}, activations {native.activation_dtype()}")
     if args.families is None:
         print(
             f"smollm2: {len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens"

@@ -55,7 +55,9 @@ def measure_roleserve(path: str, args) -> dict:
         "schedule": {"max_running_requests": slots},
         "memory": {"kv_cache_tokens": context},
     }
-    config["exec"] = {"kernel_isa": args.kernel_isa} | ({"threads": args.threads} if args.threads else {})
+    config["exec"] = {"kernel_isa": args.kernel_isa, "activation_dtype": args.activation_dtype} | (
+        {"threads": args.threads} if args.threads else {}
+    )
     server = Server(config)
     try:
         ready = server.wait_ready()
@@ -106,6 +108,7 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernel-isa", default="auto", help="roleserve's exec.kernel_isa")
+    parser.add_argument("--activation-dtype", default="float32", help="roleserve's exec.activation_dtype")
     args = parser.parse_args()
     results = []
     for path in args.files:

@@ -190,6 +190,7 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2", help="a GGUF file (default: the bundled SmolLM2)")
     parser.add_argument("--threads", type=int, default=0, help="compute threads (0: each its default)")
     parser.add_argument("--kernel-isa", default="auto", help="roleserve's exec.kernel_isa")
+    parser.add_argument("--activation-dtype", default="float32", help="roleserve's exec.activation_dtype")
     parser.add_argument("--prompt-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)

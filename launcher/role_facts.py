@@ -24,6 +24,8 @@ def offline_facts(resolved: ResolvedConfig, role: str) -> dict[str, Any]:
         return {
             "family": family_facts(model_path),
             "weights": weight_format_facts(model_path, settings.weight_dtype),
-            "kernels": kernel_path_fact(settings.kernel_isa, settings.weight_dtype, path, have),
+            "kernels": kernel_path_fact(
+                settings.kernel_isa, settings.weight_dtype, path, have, settings.activation_dtype
+            ),
         }
     return {"tokenizer": tokenizer_facts(get_model().path, get_tokenizer().chat_template)}

@@ -258,6 +258,16 @@ _declare(
     "8+ rows multiply in bfloat16: faster, ~1% less top-1 agreement with exact); one the CPU lacks is refused.",
     choices=("auto", "avx2", "avx512", "avx512bf16"),
 )
+_declare(
+    "exec",
+    "activation_dtype",
+    str,
+    "float32",
+    "How the CPU kernels multiply steps of fewer than 16 rows (one to a few decoding sequences): float32, or "
+    "int16 (each 32 inputs quantised to int16 and multiplied with the blocks' integer codes: faster, the "
+    "inputs rounded to 1/32767 of their group's largest; any path, float tensor types stay float32).",
+    choices=("float32", "int16"),
+)
 
 _declare(
     "exec",

@@ -44,6 +44,7 @@ class EngineConfig:
     model_path: str
     weight_dtype: str
     kernel_isa: str  # the CPU kernels' instruction set: auto, or a path to force
+    activation_dtype: str  # float32 | int16: how the kernels multiply steps of few rows
     threads: int  # 0: leave torch's thread count as it is
     max_running_requests: int
     max_queued_requests: int  # waiting beyond the running ones; past both, submit raises QueueFull
@@ -91,6 +92,7 @@ class Engine:
             torch.set_num_threads(config.threads)
         if config.weight_dtype == "auto" and native.unavailable_reason() is None:
             native.select_isa(config.kernel_isa)
+            native.set_activation_dtype(config.activation_dtype)
         loaded_here = model_and_shape is None
         if loaded_here:
             from roles.scheduler.loading.from_file import load_model

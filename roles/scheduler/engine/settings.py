@@ -19,6 +19,7 @@ def _engine_config(read: Mapping[str, Any]) -> EngineConfig:
         model_path=read["model.path"],
         weight_dtype=read["exec.weight_dtype"],
         kernel_isa=read["exec.kernel_isa"],
+        activation_dtype=read["exec.activation_dtype"],
         threads=read["exec.threads"],
         max_running_requests=read["schedule.max_running_requests"],
         max_queued_requests=read["schedule.max_queued_requests"],

@@ -5,6 +5,9 @@
 // a group into 32 float32 weights in four 8-float registers, computing what the `gguf` package's
 // dequantisation computes (the reference; at most one rounding apart where it multiplies then adds). A
 // 256-weight block's scales are decoded once for its eight groups.
+// Every quantised type's reader also gives a group as integers (int16_rows.h): ``codes(j, scale, offset)``
+// returns its 32 codes as int8 (byte i: weight i) and their affine map, weight i = scale[h] q_i + offset[h]
+// for half h = i / 16 (HALF_SCALES; else scale[0] and offset[0] serve both halves), offset 0 unless OFFSETS.
 // Layouts (offsets in bytes within a block, as gguf/quants.py reads them):
 //   Q4_0  18: d f16 @0, 16 bytes of nibbles @2: byte j = weight j (low) | weight j + 16 (high); w = d (q - 8)
 //   Q4_1  20: d @0, m @2, nibbles @4;                                                          w = d q + m
@@ -150,8 +153,26 @@ template <int TYPE>
 struct rs_reader<TYPE> {
     static constexpr int GROUPS = 1;
     static constexpr int BYTES = TYPE == RS_Q4_1 ? 20 : TYPE == RS_Q5_0 ? 22 : TYPE == RS_Q5_1 ? 24 : TYPE == RS_Q8_0 ? 34 : 18;
+    static constexpr bool HALF_SCALES = false, OFFSETS = TYPE == RS_Q4_1 || TYPE == RS_Q5_1;
     const uint8_t* b;
     RS_ALWAYS_INLINE void begin(const uint8_t* block) { b = block; }
+    RS_ALWAYS_INLINE __m256i codes(int, float scale[2], float offset[2]) const {
+        scale[0] = rs_half(b);
+        if constexpr (TYPE == RS_Q8_0) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+        constexpr int NIBBLES = TYPE == RS_Q4_0 || TYPE == RS_IQ4_NL ? 2 : TYPE == RS_Q4_1 ? 4 : TYPE == RS_Q5_0 ? 6 : 8;
+        __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + NIBBLES)));
+        if constexpr (TYPE == RS_IQ4_NL) return _mm256_shuffle_epi8(rs_iq4_table(), codes);
+        if constexpr (TYPE == RS_Q5_0 || TYPE == RS_Q5_1) {
+            uint32_t high;
+            std::memcpy(&high, b + NIBBLES - 4, 4);
+            codes = _mm256_or_si256(codes, _mm256_and_si256(rs_bits_to_bytes(high), _mm256_set1_epi8(16)));
+        }
+        if constexpr (OFFSETS) {
+            offset[0] = rs_half(b + 2);
+            return codes;
+        }
+        return _mm256_sub_epi8(codes, _mm256_set1_epi8(TYPE == RS_Q5_0 ? 16 : 8));  // Q4_0, Q5_0: centred
+    }
     RS_ALWAYS_INLINE void group(int, __m256 out[4]) const {
         const float d = rs_half(b);
         if constexpr (TYPE == RS_Q8_0) {
@@ -199,6 +220,7 @@ static inline void rs_unpack_k4_scales(const uint8_t* packed, uint8_t out[16]) {
 template <>
 struct rs_reader<RS_Q2_K> {
     static constexpr int GROUPS = 8, BYTES = 84;
+    static constexpr bool HALF_SCALES = true, OFFSETS = true;
     const uint8_t* b;
     alignas(32) float scale[16], offset[16];
     RS_ALWAYS_INLINE void begin(const uint8_t* block) {
@@ -219,11 +241,16 @@ struct rs_reader<RS_Q2_K> {
         rs_codes_to_floats(codes, _mm256_set1_ps(scale[2 * j]), _mm256_set1_ps(offset[2 * j]),
                            _mm256_set1_ps(scale[2 * j + 1]), _mm256_set1_ps(offset[2 * j + 1]), out);
     }
+    RS_ALWAYS_INLINE __m256i codes(int j, float s[2], float o[2]) const {
+        s[0] = scale[2 * j], s[1] = scale[2 * j + 1], o[0] = offset[2 * j], o[1] = offset[2 * j + 1];
+        return rs_bit_field(b + 16 + (j / 4) * 32, 2 * (j % 4), 3);
+    }
 };
 
 template <>
 struct rs_reader<RS_Q3_K> {
     static constexpr int GROUPS = 8, BYTES = 110;
+    static constexpr bool HALF_SCALES = true, OFFSETS = false;
     const uint8_t* b;
     alignas(32) float scale[16];
     RS_ALWAYS_INLINE void begin(const uint8_t* block) {
@@ -245,13 +272,17 @@ struct rs_reader<RS_Q3_K> {
             _mm256_store_ps(scale + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(rs_load_u8x8(values + 8 * i), bias)),
                                                          _mm256_set1_ps(d)));
     }
-    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
+    RS_ALWAYS_INLINE __m256i codes(int j, float s[2], float*) const {
+        s[0] = scale[2 * j], s[1] = scale[2 * j + 1];
         const __m256i low = rs_bit_field(b + 32 + (j / 4) * 32, 2 * (j % 4), 3);
         const __m256i high = rs_bit_field(b, j, 1);  // 1: no offset; 0: minus 4
-        const __m256i codes =
-            _mm256_sub_epi8(low, _mm256_andnot_si256(_mm256_slli_epi16(high, 2), _mm256_set1_epi8(4)));
+        return _mm256_sub_epi8(low, _mm256_andnot_si256(_mm256_slli_epi16(high, 2), _mm256_set1_epi8(4)));
+    }
+    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
+        float s[2];
+        const __m256i q = codes(j, s, nullptr);
         const __m256 zero = _mm256_setzero_ps();
-        rs_codes_to_floats(codes, _mm256_set1_ps(scale[2 * j]), zero, _mm256_set1_ps(scale[2 * j + 1]), zero, out);
+        rs_codes_to_floats(q, _mm256_set1_ps(s[0]), zero, _mm256_set1_ps(s[1]), zero, out);
     }
 };
 
@@ -259,6 +290,7 @@ template <int TYPE>
     requires(TYPE == RS_Q4_K || TYPE == RS_Q5_K)
 struct rs_reader<TYPE> {
     static constexpr int GROUPS = 8, BYTES = TYPE == RS_Q4_K ? 144 : 176, NIBBLES = TYPE == RS_Q4_K ? 16 : 48;
+    static constexpr bool HALF_SCALES = false, OFFSETS = true;
     const uint8_t* b;
     alignas(32) float scale[8], offset[8];
     RS_ALWAYS_INLINE void begin(const uint8_t* block) {
@@ -279,16 +311,23 @@ struct rs_reader<TYPE> {
                 out[i] = rs_affine(code, s, o);
             }
         } else {
-            __m256i codes = rs_bit_field(b + NIBBLES + (j / 2) * 32, 4 * (j % 2), 0x0F);
-            codes = _mm256_or_si256(codes, _mm256_slli_epi16(rs_bit_field(b + 16, j, 1), 4));
-            rs_codes_to_floats(codes, scale[j], offset[j], out);
+            float s[2], o[2];
+            const __m256i q = codes(j, s, o);  // sets s and o: before they are read
+            rs_codes_to_floats(q, s[0], o[0], out);
         }
+    }
+    RS_ALWAYS_INLINE __m256i codes(int j, float s[2], float o[2]) const {
+        s[0] = scale[j], o[0] = offset[j];
+        const __m256i low = rs_bit_field(b + NIBBLES + (j / 2) * 32, 4 * (j % 2), 0x0F);
+        if constexpr (TYPE == RS_Q4_K) return low;
+        return _mm256_or_si256(low, _mm256_slli_epi16(rs_bit_field(b + 16, j, 1), 4));
     }
 };
 
 template <>
 struct rs_reader<RS_Q6_K> {
     static constexpr int GROUPS = 8, BYTES = 210;
+    static constexpr bool HALF_SCALES = true, OFFSETS = false;
     const uint8_t* b;
     alignas(32) float scale[16];
     RS_ALWAYS_INLINE void begin(const uint8_t* block) {
@@ -297,19 +336,25 @@ struct rs_reader<RS_Q6_K> {
         for (int i = 0; i < 2; ++i)
             _mm256_store_ps(scale + 8 * i, _mm256_mul_ps(_mm256_cvtepi32_ps(rs_load_i8x8(b + 192 + 8 * i)), d));
     }
-    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
+    RS_ALWAYS_INLINE __m256i codes(int j, float s[2], float*) const {
+        s[0] = scale[2 * j], s[1] = scale[2 * j + 1];
         const int half = j / 4, quarter = j % 4;
         const __m256i low = rs_bit_field(b + half * 64 + (quarter % 2) * 32, 4 * (quarter / 2), 0x0F);
         const __m256i high = rs_bit_field(b + 128 + half * 32, 2 * quarter, 3);
-        const __m256i codes = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+        return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+    }
+    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
+        float s[2];
+        const __m256i q = codes(j, s, nullptr);
         const __m256 zero = _mm256_setzero_ps();
-        rs_codes_to_floats(codes, _mm256_set1_ps(scale[2 * j]), zero, _mm256_set1_ps(scale[2 * j + 1]), zero, out);
+        rs_codes_to_floats(q, _mm256_set1_ps(s[0]), zero, _mm256_set1_ps(s[1]), zero, out);
     }
 };
 
 template <>
 struct rs_reader<RS_IQ4_XS> {
     static constexpr int GROUPS = 8, BYTES = 136;
+    static constexpr bool HALF_SCALES = false, OFFSETS = false;
     const uint8_t* b;
     alignas(32) float scale[8];
     RS_ALWAYS_INLINE void begin(const uint8_t* block) {
@@ -322,9 +367,15 @@ struct rs_reader<RS_IQ4_XS> {
         _mm256_store_ps(scale, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(rs_load_u8x8(values), _mm256_set1_epi32(32))),
                                              _mm256_set1_ps(rs_half(b))));
     }
+    RS_ALWAYS_INLINE __m256i codes(int j, float s[2], float*) const {
+        s[0] = scale[j];
+        const __m256i nibbles = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8 + 16 * j)));
+        return _mm256_shuffle_epi8(rs_iq4_table(), nibbles);
+    }
     RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
-        const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8 + 16 * j)));
-        rs_codes_to_floats(_mm256_shuffle_epi8(rs_iq4_table(), codes), scale[j], 0.0f, out);
+        float s[2];
+        const __m256i q = codes(j, s, nullptr);  // sets s: before it is read
+        rs_codes_to_floats(q, s[0], 0.0f, out);
     }
 };
 

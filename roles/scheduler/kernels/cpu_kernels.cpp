@@ -200,9 +200,10 @@ extern "C" {
 
 // y (rows, n) = x (rows, k) @ W.T, every thread of a new parallel region taking a share of the output rows.
 void RS_ENTRY(rs_linear_forward)(const rs_linear* w, const float* x, int64_t rows, float* out, int32_t threads) {
-    std::vector<uint16_t> scratch(rs_bf16_scratch(rows, w->k));
+    rs_row_buffers buffers(rows, w->k);
+    const rs_row_scratch scratch = buffers.view();
 #pragma omp parallel num_threads(threads)
-    rs_linear_shared(*w, x, rows, w->k, out, w->n, scratch.empty() ? nullptr : scratch.data());
+    rs_linear_shared(*w, x, rows, w->k, out, w->n, scratch);
 }
 
 // out (count, k) = rows ids[i] of W as float32.
@@ -242,8 +243,8 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
     std::vector<float> part_out(parts > 1 ? parts * B * m.heads * D : 0),
         part_stats(parts > 1 ? parts * B * m.heads * 2 : 0);
     const int64_t widest = std::max({H, q_size, inter});
-    std::vector<uint16_t> bf16(rs_bf16_scratch(B, widest));
-    uint16_t* const xb = bf16.empty() ? nullptr : bf16.data();
+    rs_row_buffers buffers(B, widest);
+    const rs_row_scratch xb = buffers.view();
     const int64_t group = m.heads / m.kv_heads;
     for (int64_t s = 0; s < B; ++s) {
         rs_weight_row(*m.embed, batch.token_ids[s], hidden.data() + s * H);

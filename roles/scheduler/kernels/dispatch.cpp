@@ -62,7 +62,14 @@ int selected = widest();
 
 extern "C" {
 
-int rs_kernels_abi_version() { return 5; }
+int rs_kernels_abi_version() { return 6; }
+
+// Read by every path's linears (linear_kernels.h).
+int rs_activations_int16 = 0;
+
+// Steps of fewer than 16 rows multiply int16 activations (1) or float32 ones (0, the default).
+void rs_set_activation_dtype(int32_t int16) { rs_activations_int16 = int16 != 0; }
+int rs_activation_dtype() { return rs_activations_int16; }
 
 // 1 when the kernels run tensors of ggml type `type`, else 0.
 int rs_type_supported(int32_t type) {

@@ -51,13 +51,24 @@ def path_for(setting: str) -> str | None:
     return setting if setting in have else None
 
 
-def kernel_path_fact(setting: str, weight_dtype: str, path: str | None, have: list[str]) -> list[dict]:
-    """The scheduler's inspect row for its kernels: the path it runs and why, and the paths this CPU has.
-    Only exec.weight_dtype auto runs the kernels (exact, int8 and int4 are torch's)."""
+def kernel_path_fact(
+    setting: str, weight_dtype: str, path: str | None, have: list[str], activations: str
+) -> list[dict]:
+    """The scheduler's inspect row for its kernels: the path it runs and why, the paths this CPU has, and
+    how steps of few rows multiply (exec.activation_dtype). Only exec.weight_dtype auto runs the kernels
+    (exact, int8 and int4 are torch's)."""
     if weight_dtype != "auto":
         path, why = None, f"unused: exec.weight_dtype {weight_dtype} runs on torch"
     elif path is None:
         why = "unusable here: exact float32 instead"
     else:
         why = f"exec.kernel_isa {setting}: " + ("the widest float32 path" if setting == "auto" else "forced")
-    return [{"path": path or "none", "chosen_by": why, "cpu_has": ", ".join(have) or "none"}]
+    few_rows = f"{activations} (steps of fewer than 16 rows)" if path else "unused"
+    return [
+        {
+            "path": path or "none",
+            "chosen_by": why,
+            "cpu_has": ", ".join(have) or "none",
+            "activations": few_rows,
+        }
+    ]

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "block_decode.h"
 #include "vector_math.h"
@@ -22,6 +23,10 @@ struct rs_part {
 };
 
 constexpr int RS_MAX_PARTS = 4;
+
+// 1: steps of few rows multiply int16 activations (int16_rows.h); 0: float32. Process-wide, set through
+// dispatch.cpp's rs_set_activation_dtype.
+extern int rs_activations_int16;
 
 struct rs_linear {
     int32_t n;  // out features: the parts' rows together
@@ -196,13 +201,18 @@ static void rs_linear_panel(const rs_part& p, int64_t blocks, int64_t n0, int64_
 #else
 constexpr bool RS_HAS_BF16_TILES = false;
 #endif
+#include "int16_rows.h"
 
 // Part rows [n0, n1) for every input row; out points at the part's first output column. xb: null, or the
-// rows of every whole tile as bfloat16 (k apart), which those tiles then multiply (bf16_tiles.h).
+// rows of every whole tile as bfloat16 (k apart), which those tiles then multiply (bf16_tiles.h). xq: null,
+// or every row quantised to int16 (int16_rows.h), which a quantised type's blocks then multiply.
 template <int TYPE>
 static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1, const float* x, int64_t rows,
-                            int64_t ldx, const uint16_t* xb, float* out, int64_t ldo) {
+                            int64_t ldx, const uint16_t* xb, const rs_int16_rows* xq, float* out, int64_t ldo) {
     const int64_t blocks = k / RS_GROUP / rs_reader<TYPE>::GROUPS;
+    if constexpr (rs_has_codes<TYPE>) {
+        if (xq != nullptr) return rs_linear_int16<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+    }
     int64_t r = 0;
 #ifdef RS_BF16_TILES
     if (xb != nullptr && rows >= RS_ROW_TILE) {
@@ -231,41 +241,62 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
 
 // Output rows [n0, n1) of the whole linear, split at the parts' boundaries.
 static void rs_linear_range(const rs_linear& w, int64_t n0, int64_t n1, const float* x, int64_t rows, int64_t ldx,
-                            const uint16_t* xb, float* out, int64_t ldo) {
+                            const uint16_t* xb, const rs_int16_rows* xq, float* out, int64_t ldo) {
     int64_t first = 0;
     for (int i = 0; i < w.num_parts && first < n1; first += w.parts[i].rows, ++i) {
         const rs_part& p = w.parts[i];
         const int64_t lo = n0 > first ? n0 - first : 0;
         const int64_t hi = n1 - first < p.rows ? n1 - first : p.rows;
         if (lo >= hi) continue;
-        rs_dispatch_type(p.type, [&]<int TYPE>() { rs_linear_block<TYPE>(p, w.k, lo, hi, x, rows, ldx, xb, out + first, ldo); });
+        rs_dispatch_type(p.type, [&]<int TYPE>() { rs_linear_block<TYPE>(p, w.k, lo, hi, x, rows, ldx, xb, xq, out + first, ldo); });
     }
 }
 
+// A linear call's room for its input rows in other forms (rs_row_buffers): either may be absent.
+struct rs_row_scratch {
+    uint16_t* bf16;       // the whole tiles of the rows as bfloat16 where this path has BF16 tiles, else null
+    rs_int16_rows int16;  // room for the rows as int16 when that path is on and they are few; q null: off
+};
+
+// Buffers behind an rs_row_scratch for up to `rows` rows of up to k inputs.
+struct rs_row_buffers {
+    std::vector<uint16_t> bf16;
+    std::vector<int16_t> q;
+    std::vector<float> scale, sums;
+    rs_row_buffers(int64_t rows, int64_t k)
+        : bf16(RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0),
+          q(rs_activations_int16 && rows < RS_INT16_MAX_ROWS ? rows * k : 0),
+          scale(q.size() / RS_GROUP),
+          sums(q.size() / 16) {}
+    rs_row_scratch view() {
+        return {bf16.empty() ? nullptr : bf16.data(), {q.empty() ? nullptr : q.data(), scale.data(), sums.data()}};
+    }
+};
+
 // Work-shared over blocks of output rows: call from inside an OpenMP parallel region (every thread).
-// bf16_scratch: room for rs_bf16_scratch(rows, k) bfloat16s where this path has BF16 tiles, else null.
 static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
-                             uint16_t* bf16_scratch) {
+                             const rs_row_scratch& scratch) {
     const uint16_t* xb = nullptr;
+    const rs_int16_rows* xq = nullptr;
+    if (scratch.int16.q != nullptr && rows < RS_INT16_MAX_ROWS) {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) rs_rows_to_int16(x, ldx, r, r + 1, w.k, scratch.int16);
+        xq = &scratch.int16;  // the loop's barrier: every row is quantised before any thread reads it
+    }
 #ifdef RS_BF16_TILES
-    if (bf16_scratch != nullptr && rows >= RS_ROW_TILE) {
+    else if (scratch.bf16 != nullptr && rows >= RS_ROW_TILE) {
         const int64_t tiled = rows / RS_ROW_TILE * RS_ROW_TILE;
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < tiled; ++r) rs_rows_to_bf16(x, ldx, r, r + 1, w.k, bf16_scratch);
-        xb = bf16_scratch;  // the loop's barrier: every row is converted before any tile reads it
+        for (int64_t r = 0; r < tiled; ++r) rs_rows_to_bf16(x, ldx, r, r + 1, w.k, scratch.bf16);
+        xb = scratch.bf16;  // the loop's barrier: every row is converted before any tile reads it
     }
 #endif
     const int64_t blocks = (w.n + RS_COL_BLOCK - 1) / RS_COL_BLOCK;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
         const int64_t n0 = b * RS_COL_BLOCK;
-        rs_linear_range(w, n0, n0 + RS_COL_BLOCK < w.n ? n0 + RS_COL_BLOCK : w.n, x, rows, ldx, xb, out, ldo);
+        rs_linear_range(w, n0, n0 + RS_COL_BLOCK < w.n ? n0 + RS_COL_BLOCK : w.n, x, rows, ldx, xb, xq, out, ldo);
     }
-}
-
-// The bfloat16 scratch rs_linear_shared needs for `rows` rows of k inputs on this path (0: none).
-static inline int64_t rs_bf16_scratch(int64_t rows, int64_t k) {
-    return RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0;
 }
 
 // Row `row` of W as float32 (an embedding lookup on a quantised table).

@@ -15,7 +15,7 @@ import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
@@ -132,6 +132,9 @@ def _load() -> tuple[ctypes.CDLL | None, str | None]:
         getattr(lib, name).restype = ctypes.c_int
     lib.rs_isa_name.argtypes = [ctypes.c_int32]
     lib.rs_isa_name.restype = ctypes.c_char_p
+    lib.rs_set_activation_dtype.argtypes = [ctypes.c_int32]
+    lib.rs_set_activation_dtype.restype = None
+    lib.rs_activation_dtype.restype = ctypes.c_int
     return lib, None
 
 
@@ -186,6 +189,21 @@ def select_isa(name: str) -> None:
         raise ValueError(f"no kernel path {name!r} (paths: {', '.join(paths)})")
     if library().rs_select_isa(paths.index(name)) != 0:
         raise ValueError(f"this CPU lacks the instructions of kernel path {name!r}")
+
+
+ACTIVATION_DTYPES = ("float32", "int16")
+
+
+def activation_dtype() -> str:
+    """How steps of fewer than 16 rows multiply: float32, or int16 activations against integer codes."""
+    return ACTIVATION_DTYPES[library().rs_activation_dtype()]
+
+
+def set_activation_dtype(name: str) -> None:
+    """Multiply steps of fewer than 16 rows with ``name`` activations from now on (process-wide)."""
+    if name not in ACTIVATION_DTYPES:
+        raise ValueError(f"no activation dtype {name!r} (choices: {', '.join(ACTIVATION_DTYPES)})")
+    library().rs_set_activation_dtype(ACTIVATION_DTYPES.index(name))
 
 
 def linear_forward(weight: RsLinear, x: torch.Tensor) -> torch.Tensor:

@@ -35,10 +35,16 @@ def report_weight_formats(model_path: str, weight_dtype: str) -> list[dict]:
 def report_kernel_path(setting: str, weight_dtype: str) -> list[dict]:
     """The scheduler's inspect row for its CPU kernels (kernel_path_fact), logged once when they run."""
     if native.unavailable_reason() is not None:
-        return kernel_path_fact(setting, weight_dtype, None, [])
+        return kernel_path_fact(setting, weight_dtype, None, [], "float32")
     have = [path for path in native.isa_paths() if native.isa_available(path)]
+    activations = native.activation_dtype()
     if weight_dtype == "auto":
         log.info(
-            "CPU kernels: %s (exec.kernel_isa %s; this CPU has %s)", native.selected_isa(), setting, have
+            "CPU kernels: %s (exec.kernel_isa %s; this CPU has %s), %s activations for steps of fewer than "
+            "16 rows",
+            native.selected_isa(),
+            setting,
+            have,
+            activations,
         )
-    return kernel_path_fact(setting, weight_dtype, native.selected_isa(), have)
+    return kernel_path_fact(setting, weight_dtype, native.selected_isa(), have, activations)

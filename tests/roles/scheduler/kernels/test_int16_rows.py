@@ -1,0 +1,131 @@
+"""exec.activation_dtype int16: calls of fewer than 16 rows multiply int16 inputs with the blocks' integer codes.
+
+Random valid blocks of every tensor type (``tests.random_blocks``), 37 output rows, on every instruction-set
+path this CPU has:
+- a quantised type computes the float64 product of its dequantised weights and the inputs as rounded (each
+  32 inputs to int16 steps of their largest magnitude / 32767), to float32 summation; a type with offsets
+  (w = d q + m) multiplies its offsets with the inputs unrounded;
+- a row's outputs are the same bits whatever else is in the call, from 1 to 15 rows;
+- float tensor types, and calls of 16 rows or more, compute what float32 activations compute, bit for bit.
+"""
+
+from __future__ import annotations
+
+import gguf
+import numpy as np
+import pytest
+import torch
+from gguf.quants import dequantize
+
+from roles.model_files.tensor_types import BY_NAME, SUPPORTED_NAMES
+from roles.scheduler.kernels import native
+from roles.scheduler.models.block_linear import BlockLinear
+from tests.kernel_gate import needs_kernels
+from tests.random_blocks import random_rows
+
+pytestmark = needs_kernels
+
+OUT_FEATURES = 37
+FLOAT_TYPES = ("F32", "F16", "BF16")
+QUANTISED = [name for name in SUPPORTED_NAMES if name not in FLOAT_TYPES]
+
+
+@pytest.fixture
+def int16_activations():
+    native.set_activation_dtype("int16")
+    yield
+    native.set_activation_dtype("float32")
+
+
+# The bytes of a block that hold its codes, for the types whose weights are d q + m (an offset): with them
+# zeroed, the blocks dequantise to the offsets alone.
+CODE_BYTES = {"Q4_1": (4, 20), "Q5_1": (4, 24), "Q2_K": (16, 80), "Q4_K": (16, 144), "Q5_K": (16, 176)}
+
+
+def _dequantised(type_name: str, blocks: np.ndarray) -> torch.Tensor:
+    values = dequantize(blocks, gguf.GGMLQuantizationType[type_name]).reshape(blocks.shape[0], -1)
+    return torch.from_numpy(values.astype(np.float32)).double()
+
+
+def _linear(type_name: str, seed: int) -> tuple[BlockLinear, torch.Tensor, torch.Tensor]:
+    """A linear of two blocks' width, its dequantised weight's coded part (d q) and its offsets (m)."""
+    cols = 2 * max(BY_NAME[type_name].block_size, 64)
+    blocks = random_rows(type_name, OUT_FEATURES, cols, seed=seed)
+    weight = _dequantised(type_name, blocks)
+    offsets = torch.zeros_like(weight)
+    if type_name in CODE_BYTES:
+        start, end = CODE_BYTES[type_name]
+        uncoded = blocks.reshape(OUT_FEATURES, -1, BY_NAME[type_name].block_bytes).copy()
+        uncoded[:, :, start:end] = 0
+        offsets = _dequantised(type_name, uncoded.reshape(OUT_FEATURES, -1))
+    linear = BlockLinear(cols, [BY_NAME[type_name].type_id], [torch.from_numpy(blocks)])
+    return linear, weight - offsets, offsets
+
+
+def _as_rounded(x: torch.Tensor) -> torch.Tensor:
+    """x as the kernels round it: each 32 values to the nearest multiple of their largest magnitude / 32767
+    (the multiplier and the step computed in float32, ties to even), in float64."""
+    groups = x.reshape(x.shape[0], -1, 32)
+    top = groups.abs().amax(dim=-1, keepdim=True)
+    step = top / 32767.0
+    inverse = torch.where(top > 0, 32767.0 / top, torch.zeros_like(top))
+    codes = torch.round(groups * inverse)
+    return (codes.double() * step.double()).reshape(x.shape)
+
+
+def _inputs(rows: int, cols: int) -> torch.Tensor:
+    x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(rows))
+    x[:, 5] *= 40.0  # an outlier channel, as activations have: its groups' other values round coarser
+    return x
+
+
+@pytest.mark.parametrize("type_name", QUANTISED)
+@pytest.mark.parametrize("rows", [1, 2, 5, 15])
+def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_isa, int16_activations):
+    linear, coded, offsets = _linear(type_name, seed=rows)
+    x = _inputs(rows, linear.in_features)
+    out = linear(x).double()
+    # Only the coded part meets rounded inputs: the offsets meet the float sums of the inputs themselves.
+    expected = _as_rounded(x) @ coded.T + x.double() @ offsets.T
+    unrounded = x.double() @ (coded + offsets).T
+    scale = expected.abs().max()
+    error = (out - expected).abs().max() / scale
+    rounding = (unrounded - expected).abs().max() / scale
+    assert error < 2e-6, f"{type_name}: relative error {error:.2e} against the rounded inputs' product"
+    assert rounding > 5 * error, f"{type_name}: the test cannot tell rounded from unrounded inputs"
+
+
+@pytest.mark.parametrize("type_name", QUANTISED)
+def test_a_rows_outputs_do_not_depend_on_the_other_rows_of_the_call(type_name, kernel_isa, int16_activations):
+    linear, _, _ = _linear(type_name, seed=3)
+    x = _inputs(15, linear.in_features)
+    alone = torch.cat([linear(x[r : r + 1]) for r in range(15)])
+    for rows in range(2, 16):
+        assert torch.equal(linear(x[:rows]), alone[:rows]), f"{type_name}: {rows} rows"
+    assert torch.equal(linear(x.flip(0)), alone.flip(0))
+
+
+@pytest.mark.parametrize("type_name", SUPPORTED_NAMES)
+@pytest.mark.parametrize("rows", [1, 16, 33])
+def test_float_types_and_calls_of_16_rows_stay_float32(type_name, rows, kernel_isa):
+    linear, _, _ = _linear(type_name, seed=rows)
+    x = _inputs(rows, linear.in_features)
+    native.set_activation_dtype("float32")
+    float32 = linear(x)
+    native.set_activation_dtype("int16")
+    try:
+        same = torch.equal(linear(x), float32)
+    finally:
+        native.set_activation_dtype("float32")
+    assert same == (type_name in FLOAT_TYPES or rows >= 16)
+
+
+def test_the_setting_is_process_wide_and_checked():
+    assert native.activation_dtype() == "float32"
+    native.set_activation_dtype("int16")
+    try:
+        assert native.activation_dtype() == "int16"
+    finally:
+        native.set_activation_dtype("float32")
+    with pytest.raises(ValueError, match="int8"):
+        native.set_activation_dtype("int8")
