@@ -262,10 +262,10 @@ _declare(
     "exec",
     "activation_dtype",
     str,
-    "float32",
-    "How the CPU kernels multiply steps of fewer than 16 rows (one to a few decoding sequences): float32, or "
-    "int16 (each 32 inputs quantised to int16 and multiplied with the blocks' integer codes: faster, the "
-    "inputs rounded to 1/32767 of their group's largest; any path, float tensor types stay float32).",
+    "int16",
+    "How the CPU kernels multiply steps of fewer than 16 rows (one to a few decoding sequences): int16 (each "
+    "32 inputs rounded to int16 steps of 1/32767 of their largest and multiplied with the blocks' integer "
+    "codes; float tensor types stay float32) or float32 (slower; what steps of 16 rows and more use).",
     choices=("float32", "int16"),
 )
 

@@ -9,7 +9,9 @@ from prometheus_client import values
 
 from runtime_context import reset_context
 from tests.extra_setting import moe_recorder  # noqa: F401  (a fixture for every test)
-from tests.kernel_gate import kernel_isa  # noqa: F401  (a fixture: once per kernel instruction-set path)
+
+# kernel_isa: a fixture, once per kernel instruction-set path; float32_activations_after: for every test.
+from tests.kernel_gate import float32_activations_after, kernel_isa  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

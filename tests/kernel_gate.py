@@ -23,3 +23,12 @@ def kernel_isa(request):
     native.select_isa(request.param)
     yield request.param
     native.select_isa("auto")
+
+
+@pytest.fixture(autouse=True)
+def float32_activations_after():
+    """An engine sets the kernels' activation dtype process-wide (exec.activation_dtype): each test starts
+    from the library's own, float32, whatever the test before it built."""
+    yield
+    if REASON is None:
+        native.set_activation_dtype("float32")

@@ -61,16 +61,53 @@ static inline void rs_rows_to_int16(const float* x, int64_t ldx, int64_t r0, int
         }
 }
 
+// One group's products for one row, added to a float accumulator: codes (32 int8) times the row's 32 int16
+// inputs, exact in int32, then times s0 (weights 0-15) and s1 (16-31; the same unless HALF_SCALES).
+#ifdef RS_INT16_ZMM
+// AVX-512: the group's 32 products in one 512-bit register, lanes 0-7 from weights 0-15, 8-15 from 16-31.
+using rs_int16_acc = __m512;
+static RS_ALWAYS_INLINE __m512 rs_int16_zero() { return _mm512_setzero_ps(); }
+static RS_ALWAYS_INLINE float rs_int16_sum(__m512 acc) { return _mm512_reduce_add_ps(acc); }
+template <bool HALF_SCALES>
+static RS_ALWAYS_INLINE __m512 rs_int16_group(__m512 acc, __m512i codes, const int16_t* xq, float s0, float s1) {
+    const __m512i products = _mm512_madd_epi16(codes, _mm512_loadu_si512(xq));
+    const __m512 scale = HALF_SCALES ? _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1) : _mm512_set1_ps(s0);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(products), scale, acc);
+}
+static RS_ALWAYS_INLINE __m512i rs_int16_codes(__m256i codes) { return _mm512_cvtepi8_epi16(codes); }
+#else
+// AVX2: the halves' products in two registers, added in int32 where the halves share a scale.
+using rs_int16_acc = __m256;
+struct rs_int16_halves {
+    __m256i lo, hi;
+};
+static RS_ALWAYS_INLINE __m256 rs_int16_zero() { return _mm256_setzero_ps(); }
+static RS_ALWAYS_INLINE float rs_int16_sum(__m256 acc) { return rs_hsum(acc); }
+template <bool HALF_SCALES>
+static RS_ALWAYS_INLINE __m256 rs_int16_group(__m256 acc, const rs_int16_halves& codes, const int16_t* xq, float s0,
+                                              float s1) {
+    const __m256i* x = reinterpret_cast<const __m256i*>(xq);
+    const __m256i lo = _mm256_madd_epi16(codes.lo, _mm256_loadu_si256(x));
+    const __m256i hi = _mm256_madd_epi16(codes.hi, _mm256_loadu_si256(x + 1));
+    if constexpr (!HALF_SCALES) return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), _mm256_set1_ps(s0), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_set1_ps(s0), acc);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_set1_ps(s1), acc);
+}
+static RS_ALWAYS_INLINE rs_int16_halves rs_int16_codes(__m256i codes) {
+    return {_mm256_cvtepi8_epi16(_mm256_castsi256_si128(codes)), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(codes, 1))};
+}
+#endif
+
 // out[r, n] for ROWS quantised rows (starting at row `first`) and NW weight rows from n, every group's
 // codes decoded once for all of them.
 template <int TYPE, int ROWS, int NW>
 static RS_ALWAYS_INLINE void rs_int16_kernel(const rs_part& p, int64_t blocks, int64_t n, const rs_int16_rows& x,
                                              int64_t first, int64_t k, float* out, int64_t ldo) {
     using R = rs_reader<TYPE>;
-    __m256 acc[ROWS][NW];
+    rs_int16_acc acc[ROWS][NW];
     float offsets[ROWS][NW];
     for (int r = 0; r < ROWS; ++r)
-        for (int w = 0; w < NW; ++w) acc[r][w] = _mm256_setzero_ps(), offsets[r][w] = 0.0f;
+        for (int w = 0; w < NW; ++w) acc[r][w] = rs_int16_zero(), offsets[r][w] = 0.0f;
     for (int64_t b = 0; b < blocks; ++b) {
         R reader[NW];
         for (int w = 0; w < NW; ++w) reader[w].begin(p.data + (n + w) * p.row_bytes + b * R::BYTES);
@@ -79,33 +116,23 @@ static RS_ALWAYS_INLINE void rs_int16_kernel(const rs_part& p, int64_t blocks, i
             const int64_t g = b * R::GROUPS + j;
             for (int w = 0; w < NW; ++w) {
                 float s[2], o[2];
-                const __m256i codes = reader[w].codes(j, s, o);
-                const __m256i lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(codes));
-                const __m256i hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(codes, 1));
+                const auto codes = rs_int16_codes(reader[w].codes(j, s, o));
+                if constexpr (!R::HALF_SCALES) s[1] = s[0], o[1] = o[0];
                 for (int r = 0; r < ROWS; ++r) {
                     const int64_t row = first + r;
-                    const __m256i* xq = reinterpret_cast<const __m256i*>(x.q + row * k + g * RS_GROUP);
-                    const __m256i p_lo = _mm256_madd_epi16(lo, _mm256_loadu_si256(xq));
-                    const __m256i p_hi = _mm256_madd_epi16(hi, _mm256_loadu_si256(xq + 1));
                     const float step = x.scale[row * (k / RS_GROUP) + g];
-                    if constexpr (R::HALF_SCALES) {
-                        acc[r][w] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_lo), _mm256_set1_ps(s[0] * step), acc[r][w]);
-                        acc[r][w] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p_hi), _mm256_set1_ps(s[1] * step), acc[r][w]);
-                    } else {
-                        acc[r][w] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(p_lo, p_hi)),
-                                                    _mm256_set1_ps(s[0] * step), acc[r][w]);
-                    }
+                    acc[r][w] = rs_int16_group<R::HALF_SCALES>(acc[r][w], codes, x.q + row * k + g * RS_GROUP, s[0] * step, s[1] * step);
                     if constexpr (R::OFFSETS) {
                         const float* sums = x.sums + row * (k / 16) + 2 * g;
                         offsets[r][w] = std::fma(o[0], sums[0], offsets[r][w]);
-                        offsets[r][w] = std::fma(R::HALF_SCALES ? o[1] : o[0], sums[1], offsets[r][w]);
+                        offsets[r][w] = std::fma(o[1], sums[1], offsets[r][w]);
                     }
                 }
             }
         }
     }
     for (int r = 0; r < ROWS; ++r)
-        for (int w = 0; w < NW; ++w) out[r * ldo + n + w] = rs_hsum(acc[r][w]) + offsets[r][w];
+        for (int w = 0; w < NW; ++w) out[r * ldo + n + w] = rs_int16_sum(acc[r][w]) + offsets[r][w];
 }
 
 // ROWS quantised rows from `first` against part rows [n0, n1): two weight rows a pass for one or two input
