@@ -55,8 +55,10 @@ def measure_roleserve(path: str, args) -> dict:
         "schedule": {"max_running_requests": slots},
         "memory": {"kv_cache_tokens": context},
     }
-    config["exec"] = {"kernel_isa": args.kernel_isa, "activation_dtype": args.activation_dtype} | (
-        {"threads": args.threads} if args.threads else {}
+    config["exec"] = (
+        {"kernel_isa": args.kernel_isa}
+        | ({"activation_dtype": args.activation_dtype} if args.activation_dtype else {})
+        | ({"threads": args.threads} if args.threads else {})
     )
     server = Server(config)
     try:
@@ -108,7 +110,9 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernel-isa", default="auto", help="roleserve's exec.kernel_isa")
-    parser.add_argument("--activation-dtype", default="float32", help="roleserve's exec.activation_dtype")
+    parser.add_argument(
+        "--activation-dtype", default=None, help="roleserve's exec.activation_dtype (default: its own)"
+    )
     args = parser.parse_args()
     results = []
     for path in args.files:

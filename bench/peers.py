@@ -190,7 +190,9 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2", help="a GGUF file (default: the bundled SmolLM2)")
     parser.add_argument("--threads", type=int, default=0, help="compute threads (0: each its default)")
     parser.add_argument("--kernel-isa", default="auto", help="roleserve's exec.kernel_isa")
-    parser.add_argument("--activation-dtype", default="float32", help="roleserve's exec.activation_dtype")
+    parser.add_argument(
+        "--activation-dtype", default=None, help="roleserve's exec.activation_dtype (default: its own)"
+    )
     parser.add_argument("--prompt-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
@@ -243,7 +245,8 @@ def main() -> None:
     if isinstance(ours, dict):
         kernels = ours["kernels"]
         print(
-            f"roleserve's kernels: {kernels['path']} ({kernels['chosen_by']}; this CPU has {kernels['cpu_has']})"
+            f"roleserve's kernels: {kernels['path']} ({kernels['chosen_by']}; this CPU has {kernels['cpu_has']});"
+            f" activations {kernels['activations']}"
         )
     print(
         f"linear weights (blocks + output head): {weights.params / 1e6:.1f}M, {weights.file_bytes / 2**20:.1f}"

@@ -2,16 +2,19 @@
 decode step of one sequence) and at a batch of rows (a step of many sequences, a prefill chunk).
 
     .venv/bin/python bench/tensor_types.py [--rows 1 32] [--out 1536] [--threads 2] [--isa avx2 avx512]
+        [--activations float32 int16]
 
 The weight is (--out, in) with in = 1536 (a whole number of 256-weight blocks), random valid blocks. The
 best of 9 runs of 50 calls each, so a busy moment of a shared machine does not count. The reference line is
 float32 F.linear (torch's own matmul) on the dequantised weight, at the same shape. One table per kernel
-instruction-set path (--isa; default: every path this CPU has); 2 x weights/ns is GFLOP/s.
+instruction-set path (--isa; default: every path this CPU has) and activation dtype (--activations:
+exec.activation_dtype, which acts on calls of fewer than 16 rows); 2 x weights/ns is GFLOP/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import pathlib
 import sys
 
@@ -38,6 +41,7 @@ def main() -> None:
     parser.add_argument(
         "--isa", nargs="+", default=[p for p in native.isa_paths() if native.isa_available(p)]
     )
+    parser.add_argument("--activations", nargs="+", default=["float32"], choices=native.ACTIVATION_DTYPES)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -59,9 +63,10 @@ def main() -> None:
         )
         for name in SUPPORTED_NAMES
     }
-    for isa in args.isa:
+    for isa, activations in itertools.product(args.isa, args.activations):
         native.select_isa(isa)
-        print(f"kernel path {isa}")
+        native.set_activation_dtype(activations)
+        print(f"kernel path {isa}, {activations} activations")
         for name, linear in linears.items():
             line = f"{name:<8}"
             for rows in args.rows:
