@@ -182,16 +182,10 @@ struct rs_reader<TYPE> {
             rs_nibbles_to_floats(b + 2, _mm256_set1_ps(d), _mm256_set1_ps(-8.0f * d), out);
         } else if constexpr (TYPE == RS_Q4_1) {
             rs_nibbles_to_floats(b + 4, _mm256_set1_ps(d), _mm256_set1_ps(rs_half(b + 2)), out);
-        } else if constexpr (TYPE == RS_IQ4_NL) {
-            const __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)));
-            rs_codes_to_floats(_mm256_shuffle_epi8(rs_iq4_table(), codes), d, 0.0f, out);
-        } else {  // Q5_0, Q5_1
-            constexpr int HIGH = TYPE == RS_Q5_0 ? 2 : 4;
-            uint32_t high;
-            std::memcpy(&high, b + HIGH, 4);
-            __m256i codes = rs_split_nibbles(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + HIGH + 4)));
-            codes = _mm256_or_si256(codes, _mm256_and_si256(rs_bits_to_bytes(high), _mm256_set1_epi8(16)));
-            rs_codes_to_floats(codes, d, TYPE == RS_Q5_0 ? -16.0f * d : rs_half(b + 2), out);
+        } else {  // IQ4_NL, Q5_0, Q5_1: their codes and affine map (Q5_0's centred codes: d (q - 16) either way)
+            float s[2], o[2] = {0.0f, 0.0f};
+            const __m256i q = codes(0, s, o);  // sets s (and o): before they are read
+            rs_codes_to_floats(q, s[0], o[0], out);
         }
     }
 };
