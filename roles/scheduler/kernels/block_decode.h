@@ -230,14 +230,14 @@ struct rs_reader<RS_Q2_K> {
             _mm256_store_ps(offset + 8 * i, rs_scaled_u8x8(nibbles + 16 + 8 * i, dmin));
         }
     }
-    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
-        const __m256i codes = rs_bit_field(b + 16 + (j / 4) * 32, 2 * (j % 4), 3);
-        rs_codes_to_floats(codes, _mm256_set1_ps(scale[2 * j]), _mm256_set1_ps(offset[2 * j]),
-                           _mm256_set1_ps(scale[2 * j + 1]), _mm256_set1_ps(offset[2 * j + 1]), out);
-    }
     RS_ALWAYS_INLINE __m256i codes(int j, float s[2], float o[2]) const {
         s[0] = scale[2 * j], s[1] = scale[2 * j + 1], o[0] = offset[2 * j], o[1] = offset[2 * j + 1];
         return rs_bit_field(b + 16 + (j / 4) * 32, 2 * (j % 4), 3);
+    }
+    RS_ALWAYS_INLINE void group(int j, __m256 out[4]) const {
+        float s[2], o[2];
+        const __m256i q = codes(j, s, o);  // sets s and o: before they are read
+        rs_codes_to_floats(q, _mm256_set1_ps(s[0]), _mm256_set1_ps(o[0]), _mm256_set1_ps(s[1]), _mm256_set1_ps(o[1]), out);
     }
 };
 

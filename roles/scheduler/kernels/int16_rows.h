@@ -5,8 +5,8 @@
 // K-quant's mins) meet the float sums of the inputs they cover, so only the inputs are rounded: by at most
 // half a step of 1/32767 of their group's largest magnitude.
 // The float path widens every code to float32 and applies its scale before the product; here codes stay
-// integers, which takes about half the instructions per weight on one row, where the kernels are bound by
-// decoding rather than by memory.
+// integers: a one-row linear 1.04-1.54x faster by type (docs/weights-and-kernels.md), where the kernels are
+// bound by decoding rather than by memory.
 // Every row's sum goes the same way whatever the number of rows (one float accumulator per row and output,
 // groups in order), so below 16 rows a sequence's logits do not depend on what else is in its step.
 #pragma once
