@@ -19,7 +19,13 @@ if platform.machine().lower() in ("x86_64", "amd64"):
             "roles.scheduler.kernels._cpu_kernels",
             sources=[
                 KERNELS + name
-                for name in ("dispatch.cpp", "isa_avx2.cpp", "isa_avx512.cpp", "isa_avx512bf16.cpp")
+                for name in (
+                    "dispatch.cpp",
+                    "isa_avx2.cpp",
+                    "isa_avx512.cpp",
+                    "isa_avx512vnni.cpp",
+                    "isa_avx512bf16.cpp",
+                )
             ],
             depends=[
                 str(path) for path in pathlib.Path(KERNELS).glob("*.[ch]*") if path.suffix in (".h", ".cpp")

@@ -2,6 +2,7 @@
 random checkpoint of each model family.
 
     .venv/bin/python bench/accuracy.py [--modes auto int8 int4] [--tokens 32] [--one-at-a-time] [--isa avx512]
+        [--model smol-q4_k_m.gguf]
         [--activations int16]
     .venv/bin/python bench/accuracy.py --families [gemma3 qwen3 ...]   # every family when none is named
 
@@ -12,7 +13,7 @@ agreement), along with the largest logit difference. The prompt goes through the
 position through a decode step; --one-at-a-time decodes each prompt alone (a batch of one). A family's
 checkpoint is the Hugging Face folder tests/family_checkpoints.py writes, made in a temporary directory.
 --isa runs the kernels (auto) on one instruction-set path (exec.kernel_isa) instead of auto's; --activations
-sets exec.activation_dtype, which acts on steps of fewer than 16 rows: with --one-at-a-time, every decode.
+sets exec.activation_dtype, which acts on every quantised linear (prefill and decode alike).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["auto", "int8", "int4"])
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--one-at-a-time", action="store_true")
+    parser.add_argument("--model", default="smollm2", help="the default model, or a GGUF file's path")
     parser.add_argument("--families", nargs="*", choices=sorted(FAMILY_CHECKPOINTS), metavar="FAMILY")
     parser.add_argument("--isa", default="auto")
     parser.add_argument("--activations", default="float32", choices=native.ACTIVATION_DTYPES)
@@ -67,9 +69,9 @@ def main() -> None:
     print(f"kernel path {native.selected_isa()}, activations {native.activation_dtype()}")
     if args.families is None:
         print(
-            f"smollm2: {len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens"
+            f"{args.model}: {len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens"
         )
-        agreement("smollm2", PROMPTS, args.modes, args.tokens, args.one_at_a_time)
+        agreement(args.model, PROMPTS, args.modes, args.tokens, args.one_at_a_time)
         return
     with tempfile.TemporaryDirectory() as folder:
         for family in args.families or sorted(FAMILY_CHECKPOINTS):

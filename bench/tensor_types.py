@@ -8,7 +8,8 @@ The weight is (--out, in) with in = 1536 (a whole number of 256-weight blocks), 
 best of 9 runs of 50 calls each, so a busy moment of a shared machine does not count. The reference line is
 float32 F.linear (torch's own matmul) on the dequantised weight, at the same shape. One table per kernel
 instruction-set path (--isa; default: every path this CPU has) and activation dtype (--activations:
-exec.activation_dtype, which acts on calls of fewer than 16 rows); 2 x weights/ns is GFLOP/s.
+exec.activation_dtype, which acts on quantised types: below 16 rows in row kernels, from 16 in int16 tiles);
+2 x weights/ns is GFLOP/s.
 """
 
 from __future__ import annotations

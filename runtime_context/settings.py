@@ -253,19 +253,21 @@ _declare(
     "kernel_isa",
     str,
     "auto",
-    "Instruction set of the CPU kernels: auto (the widest float32 path this CPU has), or one to force: "
-    "avx2 (the baseline, for comparisons and bug reports), avx512 (F, BW, DQ, VL) or avx512bf16 (batches of "
-    "8+ rows multiply in bfloat16: faster, ~1% less top-1 agreement with exact); one the CPU lacks is refused.",
-    choices=("auto", "avx2", "avx512", "avx512bf16"),
+    "Instruction set of the CPU kernels: auto (the widest path this CPU has that rounds nothing to "
+    "bfloat16), or one to force: avx2 (the baseline, for comparisons and bug reports), avx512 (F, BW, DQ, VL), "
+    "avx512vnni (avx512 with VNNI: int16 batches in one instruction a product pair) or avx512bf16 (float "
+    "weights, and every weight with float32 activations, multiply batches of 8+ rows in bfloat16: faster, "
+    "~1% less top-1 agreement with exact); one the CPU lacks is refused.",
+    choices=("auto", "avx2", "avx512", "avx512vnni", "avx512bf16"),
 )
 _declare(
     "exec",
     "activation_dtype",
     str,
     "int16",
-    "How the CPU kernels multiply steps of fewer than 16 rows (one to a few decoding sequences): int16 (each "
-    "32 inputs rounded to int16 steps of 1/32767 of their largest and multiplied with the blocks' integer "
-    "codes; float tensor types stay float32) or float32 (slower; what steps of 16 rows and more use).",
+    "How the CPU kernels multiply quantised weights: int16 (each 32 inputs rounded to int16 steps of "
+    "1/32767 of their largest and multiplied with the blocks' integer codes, in row kernels below 16 rows "
+    "and in tiles of decoded codes from 16; float tensor types stay float32) or float32 (slower).",
     choices=("float32", "int16"),
 )
 

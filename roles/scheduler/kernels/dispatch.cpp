@@ -16,6 +16,9 @@ int rs_decode_step_avx2(const rs_model*, const rs_decode_batch*, int32_t);
 void rs_linear_forward_avx512(const rs_linear*, const float*, int64_t, float*, int32_t);
 void rs_weight_rows_avx512(const rs_linear*, const int64_t*, int64_t, float*);
 int rs_decode_step_avx512(const rs_model*, const rs_decode_batch*, int32_t);
+void rs_linear_forward_avx512vnni(const rs_linear*, const float*, int64_t, float*, int32_t);
+void rs_weight_rows_avx512vnni(const rs_linear*, const int64_t*, int64_t, float*);
+int rs_decode_step_avx512vnni(const rs_model*, const rs_decode_batch*, int32_t);
 void rs_linear_forward_avx512bf16(const rs_linear*, const float*, int64_t, float*, int32_t);
 void rs_weight_rows_avx512bf16(const rs_linear*, const int64_t*, int64_t, float*);
 int rs_decode_step_avx512bf16(const rs_model*, const rs_decode_batch*, int32_t);
@@ -23,7 +26,7 @@ int rs_decode_step_avx512bf16(const rs_model*, const rs_decode_batch*, int32_t);
 
 namespace {
 
-enum { RS_ISA_AVX2 = 0, RS_ISA_AVX512 = 1, RS_ISA_AVX512BF16 = 2, RS_ISA_COUNT = 3 };
+enum { RS_ISA_AVX2 = 0, RS_ISA_AVX512 = 1, RS_ISA_AVX512VNNI = 2, RS_ISA_AVX512BF16 = 3, RS_ISA_COUNT = 4 };
 
 struct rs_isa {
     const char* name;
@@ -35,6 +38,7 @@ struct rs_isa {
 const rs_isa ISAS[RS_ISA_COUNT] = {
     {"avx2", rs_linear_forward_avx2, rs_weight_rows_avx2, rs_decode_step_avx2},
     {"avx512", rs_linear_forward_avx512, rs_weight_rows_avx512, rs_decode_step_avx512},
+    {"avx512vnni", rs_linear_forward_avx512vnni, rs_weight_rows_avx512vnni, rs_decode_step_avx512vnni},
     {"avx512bf16", rs_linear_forward_avx512bf16, rs_weight_rows_avx512bf16, rs_decode_step_avx512bf16},
 };
 
@@ -45,13 +49,15 @@ bool cpu_has(int isa) {
     const bool avx512 = base && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     if (isa == RS_ISA_AVX512) return avx512;
-    if (isa == RS_ISA_AVX512BF16) return avx512 && __builtin_cpu_supports("avx512bf16");
+    const bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
+    if (isa == RS_ISA_AVX512VNNI) return vnni;
+    if (isa == RS_ISA_AVX512BF16) return vnni && __builtin_cpu_supports("avx512bf16");
     return false;
 }
 
 // The widest float32 path: avx512bf16 rounds batched linears to bfloat16, so only a setting chooses it.
 int widest() {
-    for (int isa = RS_ISA_AVX512; isa > 0; --isa)
+    for (int isa = RS_ISA_AVX512VNNI; isa > 0; --isa)
         if (cpu_has(isa)) return isa;
     return RS_ISA_AVX2;
 }
@@ -62,12 +68,12 @@ int selected = widest();
 
 extern "C" {
 
-int rs_kernels_abi_version() { return 6; }
+int rs_kernels_abi_version() { return 7; }
 
 // Read by every path's linears (linear_kernels.h).
 int rs_activations_int16 = 0;
 
-// Steps of fewer than 16 rows multiply int16 activations (1) or float32 ones (0, the default).
+// Quantised types' linears multiply int16 activations (1) or float32 ones (0, the default).
 void rs_set_activation_dtype(int32_t int16) { rs_activations_int16 = int16 != 0; }
 int rs_activation_dtype() { return rs_activations_int16; }
 

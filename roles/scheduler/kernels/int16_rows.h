@@ -1,5 +1,5 @@
 // Linears of few input rows with int16 activations against the blocks' integer codes (exec.activation_dtype
-// int16): the rows of a step with fewer than 16 of them are quantised, each 32 inputs to int16 with their own
+// int16): the rows of a call with fewer than 16 of them (more: int16_tiles.h) are quantised, each 32 inputs to int16 with their own
 // scale, and multiplied with each weight group's codes as integers (vpmaddwd: 16 products per instruction,
 // exact). Per group and row one float multiply-add applies both scales; a type's offsets (Q4_1's m, a
 // K-quant's mins) meet the float sums of the inputs they cover, so only the inputs are rounded: by at most
@@ -18,7 +18,7 @@
 
 #include "block_decode.h"  // and rs_part, RS_GROUP: included by linear_kernels.h after their declarations
 
-// Steps of fewer rows than this take the int16 path when it is on; larger ones multiply in float32 panels.
+// Calls of fewer rows than this take the row kernels when int16 is on; larger ones the tiles (int16_tiles.h).
 constexpr int64_t RS_INT16_MAX_ROWS = 16;
 
 // The quantised input rows: row r's k values in q[r k ..], its groups' scales in scale[r k / 32 ..], and the

@@ -11,8 +11,11 @@ import pathlib
 ISA_FLAGS = {
     "avx2": frozenset({"avx2", "fma", "f16c"}),
     "avx512": frozenset({"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl"}),
+    "avx512vnni": frozenset(
+        {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni"}
+    ),
     "avx512bf16": frozenset(
-        {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16"}
+        {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16"}
     ),
 }
 
@@ -55,15 +58,17 @@ def kernel_path_fact(
     setting: str, weight_dtype: str, path: str | None, have: list[str], activations: str
 ) -> list[dict]:
     """The scheduler's inspect row for its kernels: the path it runs and why, the paths this CPU has, and
-    how steps of few rows multiply (exec.activation_dtype). Only exec.weight_dtype auto runs the kernels
+    how quantised weights multiply (exec.activation_dtype). Only exec.weight_dtype auto runs the kernels
     (exact, int8 and int4 are torch's)."""
     if weight_dtype != "auto":
         path, why = None, f"unused: exec.weight_dtype {weight_dtype} runs on torch"
     elif path is None:
         why = "unusable here: exact float32 instead"
     else:
-        why = f"exec.kernel_isa {setting}: " + ("the widest float32 path" if setting == "auto" else "forced")
-    few_rows = f"{activations} (steps of fewer than 16 rows)" if path else "unused"
+        why = f"exec.kernel_isa {setting}: " + (
+            "the widest path with float32 sums" if setting == "auto" else "forced"
+        )
+    few_rows = f"{activations} (quantised weights)" if path else "unused"
     return [
         {
             "path": path or "none",

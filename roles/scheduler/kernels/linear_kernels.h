@@ -24,7 +24,7 @@ struct rs_part {
 
 constexpr int RS_MAX_PARTS = 4;
 
-// 1: steps of few rows multiply int16 activations (int16_rows.h); 0: float32. Process-wide, set through
+// 1: quantised types multiply int16 activations (int16_rows.h, int16_tiles.h); 0: float32. Process-wide, set through
 // dispatch.cpp's rs_set_activation_dtype.
 extern int rs_activations_int16;
 
@@ -202,6 +202,7 @@ static void rs_linear_panel(const rs_part& p, int64_t blocks, int64_t n0, int64_
 constexpr bool RS_HAS_BF16_TILES = false;
 #endif
 #include "int16_rows.h"
+#include "int16_tiles.h"
 
 // Part rows [n0, n1) for every input row; out points at the part's first output column. xb: null, or the
 // rows of every whole tile as bfloat16 (k apart), which those tiles then multiply (bf16_tiles.h). xq: null,
@@ -211,7 +212,8 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
                             int64_t ldx, const uint16_t* xb, const rs_int16_rows* xq, float* out, int64_t ldo) {
     const int64_t blocks = k / RS_GROUP / rs_reader<TYPE>::GROUPS;
     if constexpr (rs_has_codes<TYPE>) {
-        if (xq != nullptr) return rs_linear_int16<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+        if (xq != nullptr && rows < RS_INT16_MAX_ROWS) return rs_linear_int16<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+        if (xq != nullptr) return rs_linear_int16_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
     }
     int64_t r = 0;
 #ifdef RS_BF16_TILES
@@ -255,7 +257,7 @@ static void rs_linear_range(const rs_linear& w, int64_t n0, int64_t n1, const fl
 // A linear call's room for its input rows in other forms (rs_row_buffers): either may be absent.
 struct rs_row_scratch {
     uint16_t* bf16;       // the whole tiles of the rows as bfloat16 where this path has BF16 tiles, else null
-    rs_int16_rows int16;  // room for the rows as int16 when that path is on and they are few; q null: off
+    rs_int16_rows int16;  // room for the rows as int16 when exec.activation_dtype is int16; q null: float32
 };
 
 // Buffers behind an rs_row_scratch for up to `rows` rows of up to k inputs.
@@ -265,7 +267,7 @@ struct rs_row_buffers {
     std::vector<float> scale, sums;
     rs_row_buffers(int64_t rows, int64_t k)
         : bf16(RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0),
-          q(rs_activations_int16 && rows < RS_INT16_MAX_ROWS ? rows * k : 0),
+          q(rs_activations_int16 ? rows * k : 0),
           scale(q.size() / RS_GROUP),
           sums(q.size() / 16) {}
     rs_row_scratch view() {
@@ -278,13 +280,13 @@ static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, i
                              const rs_row_scratch& scratch) {
     const uint16_t* xb = nullptr;
     const rs_int16_rows* xq = nullptr;
-    if (scratch.int16.q != nullptr && rows < RS_INT16_MAX_ROWS) {
+    if (scratch.int16.q != nullptr) {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; ++r) rs_rows_to_int16(x, ldx, r, r + 1, w.k, scratch.int16);
         xq = &scratch.int16;  // the loop's barrier: every row is quantised before any thread reads it
     }
 #ifdef RS_BF16_TILES
-    else if (scratch.bf16 != nullptr && rows >= RS_ROW_TILE) {
+    if (scratch.bf16 != nullptr && rows >= RS_ROW_TILE) {  // float tensor types' tiles (int16 is for codes)
         const int64_t tiled = rows / RS_ROW_TILE * RS_ROW_TILE;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < tiled; ++r) rs_rows_to_bf16(x, ldx, r, r + 1, w.k, scratch.bf16);

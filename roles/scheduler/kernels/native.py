@@ -15,7 +15,7 @@ import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
@@ -195,12 +195,12 @@ ACTIVATION_DTYPES = ("float32", "int16")
 
 
 def activation_dtype() -> str:
-    """How steps of fewer than 16 rows multiply: float32, or int16 activations against integer codes."""
+    """How quantised weights multiply: float32, or int16 activations against their integer codes."""
     return ACTIVATION_DTYPES[library().rs_activation_dtype()]
 
 
 def set_activation_dtype(name: str) -> None:
-    """Multiply steps of fewer than 16 rows with ``name`` activations from now on (process-wide)."""
+    """Multiply quantised weights with ``name`` activations from now on (process-wide)."""
     if name not in ACTIVATION_DTYPES:
         raise ValueError(f"no activation dtype {name!r} (choices: {', '.join(ACTIVATION_DTYPES)})")
     library().rs_set_activation_dtype(ACTIVATION_DTYPES.index(name))

@@ -1,4 +1,5 @@
-"""exec.activation_dtype int16: calls of fewer than 16 rows multiply int16 inputs with the blocks' integer codes.
+"""exec.activation_dtype int16: every quantised linear multiplies int16 inputs with the blocks' integer codes,
+in row kernels below 16 rows (int16_rows.h) and in tiles of a work item's decoded codes from 16 (int16_tiles.h).
 
 Random valid blocks of every tensor type (``tests.random_blocks``), 37 output rows, on every instruction-set
 path this CPU has:
@@ -6,7 +7,7 @@ path this CPU has:
   32 inputs to int16 steps of their largest magnitude / 32767), to float32 summation; a type with offsets
   (w = d q + m) multiplies its offsets with the inputs unrounded;
 - a row's outputs are the same bits whatever else is in the call, from 1 to 15 rows;
-- float tensor types, and calls of 16 rows or more, compute what float32 activations compute, bit for bit.
+- float tensor types compute what float32 activations compute, bit for bit, at any number of rows.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def _inputs(rows: int, cols: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("type_name", QUANTISED)
-@pytest.mark.parametrize("rows", [1, 2, 5, 15])
+@pytest.mark.parametrize("rows", [1, 2, 5, 15, 16, 23, 33])
 def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_isa, int16_activations):
     linear, coded, offsets = _linear(type_name, seed=rows)
     x = _inputs(rows, linear.in_features)
@@ -107,7 +108,7 @@ def test_a_rows_outputs_do_not_depend_on_the_other_rows_of_the_call(type_name, k
 
 @pytest.mark.parametrize("type_name", SUPPORTED_NAMES)
 @pytest.mark.parametrize("rows", [1, 16, 33])
-def test_float_types_and_calls_of_16_rows_stay_float32(type_name, rows, kernel_isa):
+def test_float_types_stay_float32(type_name, rows, kernel_isa):
     linear, _, _ = _linear(type_name, seed=rows)
     x = _inputs(rows, linear.in_features)
     native.set_activation_dtype("float32")
@@ -117,7 +118,7 @@ def test_float_types_and_calls_of_16_rows_stay_float32(type_name, rows, kernel_i
         same = torch.equal(linear(x), float32)
     finally:
         native.set_activation_dtype("float32")
-    assert same == (type_name in FLOAT_TYPES or rows >= 16)
+    assert same == (type_name in FLOAT_TYPES)
 
 
 def test_the_setting_is_process_wide_and_checked():
