@@ -1,6 +1,6 @@
-// The kernels' entry points: each calls the instruction set chosen once, at load, for this CPU (the widest
-// float32 one it has), unless rs_select_isa picks another it has. Compiled for plain x86-64, so loading this library
-// never meets an instruction the CPU lacks; only the chosen set's code runs.
+// The kernels' entry points: each calls the instruction set chosen once, at load, for this CPU (the widest one
+// it has that rounds no weight), unless rs_select_isa picks another it has. Compiled for plain x86-64, so
+// loading this library never meets an instruction the CPU lacks; only the chosen set's code runs.
 #include <cstdint>
 
 #include "block_layout.h"
@@ -55,7 +55,8 @@ bool cpu_has(int isa) {
     return false;
 }
 
-// The widest float32 path: avx512bf16 rounds batched linears to bfloat16, so only a setting chooses it.
+// The widest path that rounds no weight: avx512bf16 rounds batched linears to bfloat16, so only a setting
+// chooses it.
 int widest() {
     for (int isa = RS_ISA_AVX512VNNI; isa > 0; --isa)
         if (cpu_has(isa)) return isa;

@@ -29,8 +29,10 @@ struct rs_int16_rows {
     float* sums;
 };
 
+// Every quantised type has integer codes; the float tensor types (F32, F16, BF16) have none.
+constexpr bool rs_type_has_codes(int type) { return type != RS_F32 && type != RS_F16 && type != RS_BF16; }
 template <int TYPE>
-constexpr bool rs_has_codes = TYPE != RS_F32 && TYPE != RS_F16 && TYPE != RS_BF16;
+constexpr bool rs_has_codes = rs_type_has_codes(TYPE);
 
 // Rows [r0, r1) of x (ldx floats apart), k values each, quantised into rows.
 static inline void rs_rows_to_int16(const float* x, int64_t ldx, int64_t r0, int64_t r1, int64_t k,

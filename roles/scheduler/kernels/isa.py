@@ -36,8 +36,9 @@ def missing_flags(path: str) -> list[str]:
     return sorted(ISA_FLAGS[path] - cpu_flags())
 
 
-# Paths that round to bfloat16 (batched linears): chosen only by setting, never by auto (which keeps
-# float32 sums, so batching never changes a sequence's greedy output). dispatch.cpp's widest() agrees.
+# Paths that round to bfloat16 (batched linears): chosen only by setting, never by auto, whose paths round no
+# weight, so batching moves a sequence's logits by no more than the order of a sum's float additions.
+# dispatch.cpp's widest() agrees.
 ROUNDS_TO_BF16 = frozenset({"avx512bf16"})
 
 
@@ -68,12 +69,12 @@ def kernel_path_fact(
         why = f"exec.kernel_isa {setting}: " + (
             "the widest path with float32 sums" if setting == "auto" else "forced"
         )
-    few_rows = f"{activations} (quantised weights)" if path else "unused"
+    multiply = f"{activations} (quantised weights)" if path else "unused"
     return [
         {
             "path": path or "none",
             "chosen_by": why,
             "cpu_has": ", ".join(have) or "none",
-            "activations": few_rows,
+            "activations": multiply,
         }
     ]

@@ -212,8 +212,10 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
                             int64_t ldx, const uint16_t* xb, const rs_int16_rows* xq, float* out, int64_t ldo) {
     const int64_t blocks = k / RS_GROUP / rs_reader<TYPE>::GROUPS;
     if constexpr (rs_has_codes<TYPE>) {
-        if (xq != nullptr && rows < RS_INT16_MAX_ROWS) return rs_linear_int16<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
-        if (xq != nullptr) return rs_linear_int16_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+        if (xq != nullptr) {
+            if (rows < RS_INT16_MAX_ROWS) return rs_linear_int16<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+            return rs_linear_int16_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+        }
     }
     int64_t r = 0;
 #ifdef RS_BF16_TILES
@@ -275,18 +277,26 @@ struct rs_row_buffers {
     }
 };
 
-// Work-shared over blocks of output rows: call from inside an OpenMP parallel region (every thread).
+// Whether any part of w is a quantised type (codes: true) or a float one (codes: false).
+static inline bool rs_linear_has(const rs_linear& w, bool codes) {
+    for (int i = 0; i < w.num_parts; ++i)
+        if (rs_type_has_codes(w.parts[i].type) == codes) return true;
+    return false;
+}
+
+// Work-shared over blocks of output rows: call from inside an OpenMP parallel region (every thread). The rows
+// take only the forms some part reads: int16 for quantised parts, bfloat16 tiles for the rest.
 static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
                              const rs_row_scratch& scratch) {
     const uint16_t* xb = nullptr;
     const rs_int16_rows* xq = nullptr;
-    if (scratch.int16.q != nullptr) {
+    if (scratch.int16.q != nullptr && rs_linear_has(w, true)) {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; ++r) rs_rows_to_int16(x, ldx, r, r + 1, w.k, scratch.int16);
         xq = &scratch.int16;  // the loop's barrier: every row is quantised before any thread reads it
     }
 #ifdef RS_BF16_TILES
-    if (scratch.bf16 != nullptr && rows >= RS_ROW_TILE) {  // float tensor types' tiles (int16 is for codes)
+    if (scratch.bf16 != nullptr && rows >= RS_ROW_TILE && (xq == nullptr || rs_linear_has(w, false))) {
         const int64_t tiled = rows / RS_ROW_TILE * RS_ROW_TILE;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < tiled; ++r) rs_rows_to_bf16(x, ldx, r, r + 1, w.k, scratch.bf16);

@@ -176,12 +176,12 @@ def isa_available(name: str) -> bool:
 
 
 def selected_isa() -> str:
-    """The path the kernels run: the widest float32 path this CPU has, unless select_isa chose another."""
+    """The path the kernels run: the widest path this CPU has that rounds no weight, unless select_isa chose another."""
     return isa_paths()[library().rs_selected_isa()]
 
 
 def select_isa(name: str) -> None:
-    """Run path ``name`` from now on (process-wide); "auto" is the widest float32 path this CPU has."""
+    """Run path ``name`` from now on (process-wide); "auto" is the widest path this CPU has that rounds no weight."""
     paths = isa_paths()
     if name == "auto":
         name = path_for("auto") or "avx2"
