@@ -33,7 +33,8 @@ def read_model_shape(path: str) -> ModelShape:
 def _kv_cache_tokens(values: Mapping[str, Any]) -> int:
     shape = read_model_shape(values["model.path"])
     page_size = values["memory.page_size"]
-    tokens = values["memory.kv_cache_memory_mb"] * 2**20 // shape.kv_bytes_per_token
+    element_bytes = 2 if values["memory.kv_cache_dtype"] == "float16" else 4
+    tokens = values["memory.kv_cache_memory_mb"] * 2**20 // shape.kv_bytes_per_token(element_bytes)
     return max(2 * page_size, tokens // page_size * page_size)
 
 
@@ -48,7 +49,13 @@ CONTEXT_LENGTH_FROM_MODEL = DerivationRule(
 KV_TOKENS_FROM_BUDGET = DerivationRule(
     name="kv_memory_budget",
     target="memory.kv_cache_tokens",
-    inputs=("memory.kv_cache_tokens=0", "memory.kv_cache_memory_mb", "memory.page_size", "model.path"),
+    inputs=(
+        "memory.kv_cache_tokens=0",
+        "memory.kv_cache_memory_mb",
+        "memory.kv_cache_dtype",
+        "memory.page_size",
+        "model.path",
+    ),
     applies=lambda values: values["memory.kv_cache_tokens"] == 0,
     compute=_kv_cache_tokens,
 )

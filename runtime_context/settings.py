@@ -162,6 +162,15 @@ _declare(
     "Memory budget of the KV cache, used when memory.kv_cache_tokens is 0.",
     minimum=16,
 )
+_declare(
+    "memory",
+    "kv_cache_dtype",
+    str,
+    "float32",
+    "Element type of the KV cache: float32, or float16 (half the memory per token and half the bytes attention "
+    "reads; K and V rounded to 11 significant bits, so greedy output may differ from exact).",
+    choices=("float32", "float16"),
+)
 _declare("memory", "page_size", int, 16, "Tokens per KV-cache page.", minimum=1, maximum=1024)
 _declare("memory", "prefix_cache", bool, True, "Reuse cached pages of shared prompt prefixes.")
 

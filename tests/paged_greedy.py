@@ -46,17 +46,23 @@ def greedy_decode_with_logits(
 
 
 def forced_decode_logits(
-    model, shape, prompts: list[list[int]], continuations: list[list[int]], page_size: int = 16
+    model,
+    shape,
+    prompts: list[list[int]],
+    continuations: list[list[int]],
+    page_size: int = 16,
+    kv_dtype: torch.dtype = torch.float32,
 ) -> list[torch.Tensor]:
-    """Like greedy_decode but feeding the given continuations; returns each sequence's sampled-position
-    logits, (len(continuation), vocab): the first from the prefill step, the rest from decode steps."""
+    """Like greedy_decode but feeding the given continuations (over a KV cache of ``kv_dtype``); returns each
+    sequence's sampled-position logits, (len(continuation), vocab): the first from the prefill step, the rest
+    from decode steps."""
     steps = len(continuations[0])
-    return _decode(model, shape, prompts, steps, page_size, None, forced=continuations)[1]
+    return _decode(model, shape, prompts, steps, page_size, None, forced=continuations, kv_dtype=kv_dtype)[1]
 
 
-def _decode(model, shape, prompts, max_new_tokens, page_size, prefill_chunk, forced):
+def _decode(model, shape, prompts, max_new_tokens, page_size, prefill_chunk, forced, kv_dtype=torch.float32):
     block_tables, num_pages = _scattered_block_tables([len(p) + max_new_tokens for p in prompts], page_size)
-    kv = KVCache(shape, num_pages=max(num_pages, 2), page_size=page_size)
+    kv = KVCache(shape, num_pages=max(num_pages, 2), page_size=page_size, dtype=kv_dtype)
     sequences = [list(p) for p in prompts]
     cached = [0] * len(prompts)
     generated: list[list[int]] = [[] for _ in prompts]

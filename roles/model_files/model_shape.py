@@ -58,7 +58,6 @@ class ModelShape:
         """The attention window of ``layer``; 0: it attends to every earlier position."""
         return self.layer_windows[layer] if self.layer_windows else 0
 
-    @property
-    def kv_bytes_per_token(self) -> int:
-        """float32 K and V for every layer: what one cached token costs."""
-        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * 4
+    def kv_bytes_per_token(self, element_bytes: int) -> int:
+        """K and V for every layer, of element_bytes each: what one cached token costs."""
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * element_bytes

@@ -79,7 +79,12 @@ def main(link: ChildLink) -> None:
         engine.expert_rebalancer = ExpertRebalancer(
             engine, backup.tensors, rebalance_settings_from_context(), link.endpoints.ep_placement
         )
-    log.info("model ready in %.1fs; KV cache %d tokens", time.monotonic() - started, config.kv_cache_tokens)
+    log.info(
+        "model ready in %.1fs; KV cache %d tokens of %s",
+        time.monotonic() - started,
+        config.kv_cache_tokens,
+        config.kv_cache_dtype,
+    )
     link.facts["family"] = family_facts(config.model_path) + kv_pool_facts(engine.kv_groups)
     link.facts["weights"] = report_weight_formats(config.model_path, config.weight_dtype)
     link.facts["kernels"] = report_kernel_path(config.kernel_isa, config.weight_dtype)

@@ -150,3 +150,23 @@ def test_help_lists_every_setting(args):
     for key, setting in SETTINGS.items():
         assert key in result.stdout, key
         assert setting.doc in result.stdout.replace("\n    ", " ") or setting.doc[:30] in result.stdout
+
+
+@pytest.mark.parametrize("dtype, tokens", [("float32", 1456), ("float16", 2912)])
+def test_the_kv_budget_holds_twice_the_tokens_in_float16(dtype, tokens):
+    """64 MiB of KV for the bundled model (30 layers, 3 KV heads of 64: 46,080 bytes a float32 token) holds
+    1456 float32 tokens or 2912 float16 ones, whole pages of 16 taken; the source names the dtype."""
+    result = run_serve(
+        "config",
+        "show",
+        "--format",
+        "json",
+        "--set",
+        "memory.kv_cache_memory_mb=64",
+        "--set",
+        f"memory.kv_cache_dtype={dtype}",
+    )
+    assert result.returncode == 0, result.stderr
+    shown = {leaf["key"]: leaf for leaf in json.loads(result.stdout)["leaves"]}
+    assert shown["memory.kv_cache_tokens"]["value"] == tokens
+    assert "memory.kv_cache_dtype" in shown["memory.kv_cache_tokens"]["source"]

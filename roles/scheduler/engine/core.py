@@ -50,6 +50,7 @@ class EngineConfig:
     max_queued_requests: int  # waiting beyond the running ones; past both, submit raises QueueFull
     chunked_prefill_size: int  # new tokens per step, prefill chunks and decodes together
     kv_cache_tokens: int  # KV budget; kv_cache_tokens // page_size pages are usable
+    kv_cache_dtype: str  # float32 | float16
     page_size: int
     enable_prefix_cache: bool
     speculative_method: str  # none | ngram (speculative/)
@@ -106,7 +107,9 @@ class Engine:
         self.model, self.shape = model_and_shape
         self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
         num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
-        self.kv_groups = build_kv_groups(self.shape, config)
+        if config.kv_cache_dtype not in ("float32", "float16"):
+            raise ValueError(f"kv_cache_dtype must be float32 or float16; got {config.kv_cache_dtype!r}")
+        self.kv_groups = build_kv_groups(self.shape, config, getattr(torch, config.kv_cache_dtype))
         pools = [group.kv for group in self.kv_groups]
         self.kv_cache = pools[0] if len(pools) == 1 else GroupedKVCache(pools)
         self.prefix_cache = self.kv_groups[0].cache  # counts each request's prefix hit

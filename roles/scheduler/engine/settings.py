@@ -25,6 +25,7 @@ def _engine_config(read: Mapping[str, Any]) -> EngineConfig:
         max_queued_requests=read["schedule.max_queued_requests"],
         chunked_prefill_size=read["schedule.chunked_prefill_size"],
         kv_cache_tokens=read["memory.kv_cache_tokens"],
+        kv_cache_dtype=read["memory.kv_cache_dtype"],
         page_size=read["memory.page_size"],
         enable_prefix_cache=read["memory.prefix_cache"],
         speculative_method=read["exec.speculative_method"],

@@ -60,11 +60,12 @@ struct rs_decode_batch {
     const int64_t* block_tables;  // (B, table_stride) page ids
     int64_t table_stride;
     int64_t page_size;
-    float* kv;  // (layers, 2, num_slots, kv_heads, head_dim)
+    void* kv;  // (layers, 2, num_slots, kv_heads, head_dim) of float32, or of IEEE half when kv_half
     int64_t num_slots;
     float* logits;  // (num_logits, vocab) out: the rows logits_rows names, or (B, vocab) when it is null
     const int64_t* logits_rows;  // (num_logits,) rows to take logits of (a prefill chunk's last), or null
     int64_t num_logits;
+    int64_t kv_half;  // 1: the cache holds IEEE half floats (written rounded to nearest), 0: float32
 };
 
 }  // extern "C"
@@ -87,6 +88,36 @@ void rotate(float* head, const float* cos, const float* sin, int64_t half) {
     }
 }
 
+// A KV cache element type: float32, or IEEE half (uint16_t bits) widened by F16C on load, rounded on store.
+inline __m256 kv_load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 kv_load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline float kv_load1(const float* p) { return *p; }
+inline float kv_load1(const uint16_t* p) { return _cvtsh_ss(*p); }
+
+inline void kv_store(const float* x, int64_t n, float* out) { std::memcpy(out, x, sizeof(float) * n); }
+inline void kv_store(const float* x, int64_t n, uint16_t* out) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; ++i) out[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// q . key over n elements, the key in the cache's element type.
+template <typename KV>
+inline float kv_dot(const float* q, const KV* key, int64_t n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv_load8(key + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), kv_load8(key + i + 8), acc1);
+    }
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv_load8(key + i), acc0);
+    float sum = rs_hsum(_mm256_add_ps(acc0, acc1));
+    for (; i < n; ++i) sum += q[i] * kv_load1(key + i);
+    return sum;
+}
+
 // e^(score - max) in place over n scores; returns (max, sum of the exponentials).
 std::pair<float, float> exp_shifted(float* scores, int64_t n) {
     float best = -INFINITY;
@@ -104,27 +135,147 @@ std::pair<float, float> exp_shifted(float* scores, int64_t n) {
     return {best, total};
 }
 
+// Four dot products' lanes summed: lane j of the result is the sum of acc[j]'s eight lanes.
+inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+
+// scores[g * stride + t] = scale * q_g . key_t for GB query heads (q: head_dim apart) and n keys (row_stride
+// apart), d % 8 == 0. Four keys at a time, each loaded once for the GB heads, their sums reduced together.
+template <typename KV, int GB>
+void score_keys(const float* q, int64_t d, const KV* keys, int64_t row_stride, int64_t n, float scale,
+                float* scores, int64_t stride) {
+    int64_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+        __m256 acc[GB][4];
+        for (int g = 0; g < GB; ++g)
+            for (int j = 0; j < 4; ++j) acc[g][j] = _mm256_setzero_ps();
+        for (int64_t i = 0; i < d; i += 8) {
+            __m256 key[4];
+            for (int j = 0; j < 4; ++j) key[j] = kv_load8(keys + (t + j) * row_stride + i);
+            for (int g = 0; g < GB; ++g) {
+                const __m256 qv = _mm256_loadu_ps(q + g * d + i);
+                for (int j = 0; j < 4; ++j) acc[g][j] = _mm256_fmadd_ps(qv, key[j], acc[g][j]);
+            }
+        }
+        for (int g = 0; g < GB; ++g)
+            _mm_storeu_ps(scores + g * stride + t,
+                          _mm_mul_ps(hsum4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]), _mm_set1_ps(scale)));
+    }
+    for (; t < n; ++t)
+        for (int g = 0; g < GB; ++g) scores[g * stride + t] = kv_dot(q + g * d, keys + t * row_stride, d) * scale;
+}
+
+// out[g] (+)= sum over t of p[g * stride + t] * value_t for GB heads, over CB * 8 of the value columns from
+// `column`: the accumulators stay in registers while each value row is loaded once for the GB heads.
+template <typename KV, int GB, int CB>
+void weigh_values(const float* p, int64_t stride, const KV* values, int64_t row_stride, int64_t n, int64_t column,
+                  float* out, int64_t d, bool accumulate) {
+    __m256 acc[GB][CB];
+    for (int g = 0; g < GB; ++g)
+        for (int c = 0; c < CB; ++c)
+            acc[g][c] = accumulate ? _mm256_loadu_ps(out + g * d + column + 8 * c) : _mm256_setzero_ps();
+    for (int64_t t = 0; t < n; ++t) {
+        __m256 weight[GB];
+        for (int g = 0; g < GB; ++g) weight[g] = _mm256_set1_ps(p[g * stride + t]);
+        for (int c = 0; c < CB; ++c) {
+            const __m256 value = kv_load8(values + t * row_stride + column + 8 * c);
+            for (int g = 0; g < GB; ++g) acc[g][c] = _mm256_fmadd_ps(weight[g], value, acc[g][c]);
+        }
+    }
+    for (int g = 0; g < GB; ++g)
+        for (int c = 0; c < CB; ++c) _mm256_storeu_ps(out + g * d + column + 8 * c, acc[g][c]);
+}
+
+// Asks for the cache lines of n rows (row_stride apart, d elements each) ahead of their use: the rows of a
+// page for one KV head are strided and the next page is anywhere, which the hardware's prefetchers miss.
+template <typename KV>
+inline void prefetch_rows(const KV* rows, int64_t n, int64_t row_stride, int64_t d) {
+    for (int64_t t = 0; t < n; ++t)
+        for (int64_t byte = 0; byte < d * int64_t(sizeof(KV)); byte += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(rows + t * row_stride) + byte, _MM_HINT_T0);
+}
+
+// GB heads of one KV head over positions [t0, t1), page by page (one table lookup per page, consecutive rows
+// within it): their scores, then, once softmax has turned them into weights, the weighted values. Each
+// page's rows are prefetched while the page before is computed.
+template <typename KV, int GB>
+struct head_block {
+    const int64_t* table;
+    int64_t page, row_stride, d;
+
+    const KV* rows_at(const KV* head, int64_t position) const {
+        return head + (table[position / page] * page + position % page) * row_stride;
+    }
+
+    void prefetch_next(const KV* head, int64_t next, int64_t t1) const {
+        if (next < t1) prefetch_rows(rows_at(head, next), std::min(page - next % page, t1 - next), row_stride, d);
+    }
+
+    void scores(const float* q, const KV* k_head, int64_t t0, int64_t t1, float scale, float* scores,
+                int64_t stride) const {
+        prefetch_next(k_head, t0, t1);
+        for (int64_t start = t0; start < t1;) {
+            const int64_t rows = std::min(page - start % page, t1 - start);
+            prefetch_next(k_head, start + rows, t1);
+            score_keys<KV, GB>(q, d, rows_at(k_head, start), row_stride, rows, scale, scores + start, stride);
+            start += rows;
+        }
+    }
+
+    void values(const float* p, int64_t stride, const KV* v_head, int64_t t0, int64_t t1, float* out) const {
+        int64_t column = 0;
+        for (; column + 32 <= d; column += 32) one_width<4>(p, stride, v_head, t0, t1, column, out);
+        for (; column < d; column += 8) one_width<1>(p, stride, v_head, t0, t1, column, out);
+    }
+
+    template <int CB>
+    void one_width(const float* p, int64_t stride, const KV* v_head, int64_t t0, int64_t t1, int64_t column,
+                   float* out) const {
+        if (column == 0) prefetch_next(v_head, t0, t1);
+        for (int64_t start = t0; start < t1;) {
+            const int64_t rows = std::min(page - start % page, t1 - start);
+            if (column == 0) prefetch_next(v_head, start + rows, t1);
+            weigh_values<KV, GB, CB>(p + start, stride, rows_at(v_head, start), row_stride, rows, column, out, d,
+                                     start != t0);
+            start += rows;
+        }
+    }
+};
+
 // The G query heads that share one KV head of one sequence, against its cached keys/values at positions
-// [t0, t1) (this step's K/V already written). Each cached K/V row is fetched from memory once for all G
-// heads. scores: (G, length) scratch, length = the sequence's context; q and out: the G heads' rows, head_dim
+// [t0, t1) (this step's K/V already written), in blocks of up to 3 heads that each fetch a K/V row once.
+// scores: (G, length) scratch, length = the sequence's context; q and out: the G heads' rows, head_dim
 // apart. stats null: the whole context, out normalised. Otherwise a part of it: out holds the sum of
 // e^(score - max) V and stats[2g], stats[2g + 1] that max and the sum of the exponentials (merge_parts).
+template <typename KV>
 void attend_kv_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq, int64_t kv_head, const float* q,
-                    const float* k_cache, const float* v_cache, float* scores, float* out, int64_t t0, int64_t t1,
+                    const KV* k_cache, const KV* v_cache, float* scores, float* out, int64_t t0, int64_t t1,
                     float* stats) {
     const int64_t d = m.head_dim, group = m.heads / m.kv_heads;
     const int64_t length = batch.positions[seq] + 1, page = batch.page_size;
     const int64_t* table = batch.block_tables + seq * batch.table_stride;
     const int64_t row_stride = int64_t(m.kv_heads) * d;
     const float scale = 1.0f / std::sqrt(float(d));
-    // Positions page by page: one table lookup per page, consecutive rows within it.
-    for (int64_t start = t0; start < t1;) {
-        const int64_t rows = std::min(page - start % page, t1 - start);
-        const float* keys = k_cache + (table[start / page] * page + start % page) * row_stride + kv_head * d;
-        for (int64_t t = 0; t < rows; ++t)
-            for (int64_t g = 0; g < group; ++g)
-                scores[g * length + start + t] = rs_dot(q + g * d, keys + t * row_stride, d) * scale;
-        start += rows;
+    const KV* k_head = k_cache + kv_head * d;
+    const KV* v_head = v_cache + kv_head * d;
+    if (d % 8 != 0) {  // generic path
+        for (int64_t t = t0; t < t1; ++t) {
+            const KV* key = k_head + (table[t / page] * page + t % page) * row_stride;
+            for (int64_t g = 0; g < group; ++g) scores[g * length + t] = kv_dot(q + g * d, key, d) * scale;
+        }
+    } else {
+        for (int64_t g = 0; g < group; g += 3) {
+            const float* qg = q + g * d;
+            float* sg = scores + g * length;
+            if (group - g >= 3)
+                head_block<KV, 3>{table, page, row_stride, d}.scores(qg, k_head, t0, t1, scale, sg, length);
+            else if (group - g == 2)
+                head_block<KV, 2>{table, page, row_stride, d}.scores(qg, k_head, t0, t1, scale, sg, length);
+            else
+                head_block<KV, 1>{table, page, row_stride, d}.scores(qg, k_head, t0, t1, scale, sg, length);
+        }
     }
     for (int64_t g = 0; g < group; ++g) {
         float* row = scores + g * length + t0;
@@ -136,34 +287,26 @@ void attend_kv_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq
             stats[2 * g] = best, stats[2 * g + 1] = total;
         }
     }
-    if (d % 8 != 0 || d > 128) {  // generic path
+    if (d % 8 != 0) {  // generic path
         for (int64_t g = 0; g < group; ++g) {
             float* o = out + g * d;
             std::memset(o, 0, sizeof(float) * d);
             for (int64_t t = t0; t < t1; ++t) {
-                const float* value = v_cache + (table[t / page] * page + t % page) * row_stride + kv_head * d;
-                for (int64_t i = 0; i < d; ++i) o[i] += scores[g * length + t] * value[i];
+                const KV* value = v_head + (table[t / page] * page + t % page) * row_stride;
+                for (int64_t i = 0; i < d; ++i) o[i] += scores[g * length + t] * kv_load1(value + i);
             }
         }
         return;
     }
-    // head_dim <= 128: the output row lives in registers; after the first head the V rows come from cache.
-    const int64_t chunks = d / 8;
-    for (int64_t g = 0; g < group; ++g) {
-        __m256 acc[16];
-        for (int64_t c = 0; c < chunks; ++c) acc[c] = _mm256_setzero_ps();
-        const float* p = scores + g * length;
-        for (int64_t start = t0; start < t1;) {
-            const int64_t rows = std::min(page - start % page, t1 - start);
-            const float* values = v_cache + (table[start / page] * page + start % page) * row_stride + kv_head * d;
-            for (int64_t t = 0; t < rows; ++t) {
-                const __m256 weight = _mm256_set1_ps(p[start + t]);
-                for (int64_t c = 0; c < chunks; ++c)
-                    acc[c] = _mm256_fmadd_ps(weight, _mm256_loadu_ps(values + t * row_stride + 8 * c), acc[c]);
-            }
-            start += rows;
-        }
-        for (int64_t c = 0; c < chunks; ++c) _mm256_storeu_ps(out + g * d + 8 * c, acc[c]);
+    for (int64_t g = 0; g < group; g += 3) {
+        const float* pg = scores + g * length;
+        float* og = out + g * d;
+        if (group - g >= 3)
+            head_block<KV, 3>{table, page, row_stride, d}.values(pg, length, v_head, t0, t1, og);
+        else if (group - g == 2)
+            head_block<KV, 2>{table, page, row_stride, d}.values(pg, length, v_head, t0, t1, og);
+        else
+            head_block<KV, 1>{table, page, row_stride, d}.values(pg, length, v_head, t0, t1, og);
     }
 }
 
@@ -193,6 +336,68 @@ void silu_and_multiply(const float* gate, const float* up, float* out, int64_t n
     }
     for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
+
+// One layer's attention for a step, called by every thread of the step's parallel region: the rows' Q/K
+// biases, norms and rotation, this step's K/V written to the cache (in its element type KV), then every
+// (sequence, KV head) item attending, split along its positions when there are few items per thread.
+struct step_attention {
+    const rs_model& m;
+    const rs_decode_batch& batch;
+    float *qkv, *cos, *sin, *scores, *attended, *part_out, *part_stats;
+    int64_t parts, longest;
+
+    template <typename KV>
+    void layer(int32_t l, KV* kv) const {
+        const rs_layer& layer = m.layers[l];
+        const int64_t B = batch.num_seqs, D = m.head_dim, half = D / 2, group = m.heads / m.kv_heads;
+        const int64_t q_size = int64_t(m.heads) * D, kv_size = int64_t(m.kv_heads) * D;
+        const int64_t qkv_size = q_size + 2 * kv_size;
+        KV* k_cache = kv + l * 2 * batch.num_slots * kv_size;
+        KV* v_cache = k_cache + batch.num_slots * kv_size;
+#pragma omp for schedule(static)
+        for (int64_t s = 0; s < B; ++s) {
+            float* row = &qkv[s * qkv_size];
+            if (layer.qkv_bias)
+                for (int64_t i = 0; i < qkv_size; ++i) row[i] += layer.qkv_bias[i];
+            if (layer.q_norm)
+                for (int64_t h = 0; h < m.heads + m.kv_heads; ++h)
+                    rms_norm_row(row + h * D, h < m.heads ? layer.q_norm : layer.k_norm, D, m.eps, row + h * D);
+            for (int64_t h = 0; h < m.heads + m.kv_heads; ++h) rotate(row + h * D, &cos[s * half], &sin[s * half], half);
+            kv_store(row + q_size, kv_size, k_cache + batch.slots[s] * kv_size);
+            kv_store(row + q_size + kv_size, kv_size, v_cache + batch.slots[s] * kv_size);
+        }
+        if (parts == 1) {
+#pragma omp for schedule(dynamic, 1) collapse(2)
+            for (int64_t s = 0; s < B; ++s)
+                for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
+                    attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
+                                   &scores[(s * m.heads + kvh * group) * longest],
+                                   &attended[s * q_size + kvh * group * D], 0, batch.positions[s] + 1, nullptr);
+            return;
+        }
+        // few (sequence, KV head) items for the threads: each also split along its positions
+#pragma omp for schedule(dynamic, 1) collapse(3)
+        for (int64_t s = 0; s < B; ++s)
+            for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
+                for (int64_t part = 0; part < parts; ++part) {
+                    const int64_t length = batch.positions[s] + 1;
+                    const int64_t t0 = length * part / parts, t1 = length * (part + 1) / parts;
+                    const int64_t head = s * m.heads + kvh * group;  // its first query head
+                    if (t0 < t1)
+                        attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
+                                       &scores[head * longest], &part_out[(part * B * m.heads + head) * D], t0, t1,
+                                       &part_stats[(part * B * m.heads + head) * 2]);
+                    else  // an empty part: weight e^-inf = 0 at the merge
+                        for (int64_t g = 0; g < group; ++g)
+                            part_stats[(part * B * m.heads + head + g) * 2] = -INFINITY,
+                            part_stats[(part * B * m.heads + head + g) * 2 + 1] = 0.0f;
+                }
+#pragma omp for schedule(static)
+        for (int64_t head = 0; head < B * m.heads; ++head)
+            merge_parts(&part_out[head * D], B * m.heads * D, &part_stats[head * 2], B * m.heads * 2, parts, D,
+                        &attended[head * D]);
+    }
+};
 
 }  // namespace
 
@@ -245,7 +450,6 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
     const int64_t widest = std::max({H, q_size, inter});
     rs_row_buffers buffers(B, widest);
     const rs_row_scratch xb = buffers.view();
-    const int64_t group = m.heads / m.kv_heads;
     for (int64_t s = 0; s < B; ++s) {
         rs_weight_row(*m.embed, batch.token_ids[s], hidden.data() + s * H);
         for (int64_t i = 0; i < half; ++i) {
@@ -254,58 +458,20 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
             sin[s * half + i] = std::sin(angle);
         }
     }
-    const int64_t layer_floats = 2 * batch.num_slots * kv_size;
+    step_attention step{m, batch, qkv.data(), cos.data(), sin.data(), scores.data(), attended.data(),
+                        part_out.data(), part_stats.data(), parts, longest};
 
 #pragma omp parallel num_threads(threads)
     {
         for (int32_t l = 0; l < m.num_layers; ++l) {
             const rs_layer& layer = m.layers[l];
-            float* k_cache = batch.kv + l * layer_floats;
-            float* v_cache = k_cache + batch.num_slots * kv_size;
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s) rms_norm_row(&hidden[s * H], layer.input_norm, H, m.eps, &normed[s * H]);
             rs_linear_shared(layer.qkv, normed.data(), B, H, qkv.data(), qkv_size, xb);
-#pragma omp for schedule(static)
-            for (int64_t s = 0; s < B; ++s) {
-                float* row = &qkv[s * qkv_size];
-                if (layer.qkv_bias)
-                    for (int64_t i = 0; i < qkv_size; ++i) row[i] += layer.qkv_bias[i];
-                if (layer.q_norm)
-                    for (int64_t h = 0; h < m.heads + m.kv_heads; ++h)
-                        rms_norm_row(row + h * D, h < m.heads ? layer.q_norm : layer.k_norm, D, m.eps, row + h * D);
-                for (int64_t h = 0; h < m.heads + m.kv_heads; ++h) rotate(row + h * D, &cos[s * half], &sin[s * half], half);
-                std::memcpy(k_cache + batch.slots[s] * kv_size, row + q_size, sizeof(float) * kv_size);
-                std::memcpy(v_cache + batch.slots[s] * kv_size, row + q_size + kv_size, sizeof(float) * kv_size);
-            }
-            if (parts == 1) {
-#pragma omp for schedule(dynamic, 1) collapse(2)
-                for (int64_t s = 0; s < B; ++s)
-                    for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
-                        attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
-                                       &scores[(s * m.heads + kvh * group) * longest],
-                                       &attended[s * q_size + kvh * group * D], 0, batch.positions[s] + 1, nullptr);
-            } else {  // few (sequence, KV head) items for the threads: each also split along its positions
-#pragma omp for schedule(dynamic, 1) collapse(3)
-                for (int64_t s = 0; s < B; ++s)
-                    for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
-                        for (int64_t part = 0; part < parts; ++part) {
-                            const int64_t length = batch.positions[s] + 1;
-                            const int64_t t0 = length * part / parts, t1 = length * (part + 1) / parts;
-                            const int64_t head = s * m.heads + kvh * group;  // its first query head
-                            if (t0 < t1)
-                                attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache,
-                                               v_cache, &scores[head * longest], &part_out[(part * B * m.heads + head) * D],
-                                               t0, t1, &part_stats[(part * B * m.heads + head) * 2]);
-                            else  // an empty part: weight e^-inf = 0 at the merge
-                                for (int64_t g = 0; g < group; ++g)
-                                    part_stats[(part * B * m.heads + head + g) * 2] = -INFINITY,
-                                    part_stats[(part * B * m.heads + head + g) * 2 + 1] = 0.0f;
-                        }
-#pragma omp for schedule(static)
-                for (int64_t head = 0; head < B * m.heads; ++head)
-                    merge_parts(&part_out[head * D], B * m.heads * D, &part_stats[head * 2], B * m.heads * 2, parts, D,
-                                &attended[head * D]);
-            }
+            if (batch.kv_half)
+                step.layer(l, static_cast<uint16_t*>(batch.kv));
+            else
+                step.layer(l, static_cast<float*>(batch.kv));
             rs_linear_shared(layer.o, attended.data(), B, q_size, proj.data(), H, xb);
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < B; ++s) {

@@ -69,7 +69,7 @@ int selected = widest();
 
 extern "C" {
 
-int rs_kernels_abi_version() { return 7; }
+int rs_kernels_abi_version() { return 8; }
 
 // Read by every path's linears (linear_kernels.h).
 int rs_activations_int16 = 0;

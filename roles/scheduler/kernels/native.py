@@ -15,7 +15,7 @@ import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
@@ -92,6 +92,7 @@ class RsDecodeBatch(ctypes.Structure):
         ("logits", _ptr),
         ("logits_rows", _ptr),  # null: every row
         ("num_logits", ctypes.c_int64),
+        ("kv_half", ctypes.c_int64),  # 1: the cache holds float16, 0: float32
     ]
 
 

@@ -1,4 +1,4 @@
-// Small AVX2 helpers shared by the decode step: exp (for softmax and SiLU), dot products, row sums.
+// Small AVX2 helpers shared by the decode step: exp (for softmax and SiLU), row sums.
 #pragma once
 
 #include <immintrin.h>
@@ -29,17 +29,4 @@ static inline __m256 rs_exp(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-}
-
-static inline float rs_dot(const float* a, const float* b, int64_t n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    float sum = rs_hsum(_mm256_add_ps(acc0, acc1));
-    for (; i < n; ++i) sum += a[i] * b[i];
-    return sum;
 }

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.kv_cache.page_allocator import PageAllocator
 from roles.scheduler.kv_cache.paged_kv import KVCache
@@ -68,8 +70,9 @@ def group_num_pages(
     return min(configured_pages, needed)
 
 
-def build_kv_groups(shape: ModelShape, config) -> list[KVGroup]:
-    """The attention groups of a model with their pools, sized from an EngineConfig's KV budget."""
+def build_kv_groups(shape: ModelShape, config, dtype: torch.dtype = torch.float32) -> list[KVGroup]:
+    """The attention groups of a model with their pools of ``dtype``, sized from an EngineConfig's KV
+    budget."""
     configured_pages = config.kv_cache_tokens // config.page_size
     groups = []
     for window, layers in attention_groups(shape):
@@ -83,7 +86,7 @@ def build_kv_groups(shape: ModelShape, config) -> list[KVGroup]:
         num_pages = usable + 1  # + the reserved padding page 0
         cache = PrefixCache(PageAllocator(num_pages), config.page_size, config.enable_prefix_cache)
         groups.append(
-            KVGroup(window, layers, cache, KVCache(shape, num_pages, config.page_size, layers=layers))
+            KVGroup(window, layers, cache, KVCache(shape, num_pages, config.page_size, dtype, layers))
         )
     return groups
 

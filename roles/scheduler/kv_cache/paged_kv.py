@@ -59,9 +59,9 @@ class KVCache:
         return 0
 
     def write(self, layer: int, slot_mapping: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Store new K/V, (T, num_kv_heads, head_dim) each, at their slots."""
-        self.k[layer].index_copy_(0, slot_mapping, k)
-        self.v[layer].index_copy_(0, slot_mapping, v)
+        """Store new K/V, (T, num_kv_heads, head_dim) each, at their slots (rounded to the cache's dtype)."""
+        self.k[layer].index_copy_(0, slot_mapping, k.to(self.storage.dtype))
+        self.v[layer].index_copy_(0, slot_mapping, v.to(self.storage.dtype))
 
 
 class GroupedKVCache:

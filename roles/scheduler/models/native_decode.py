@@ -119,6 +119,7 @@ class NativeDecodePlan:
             logits.data_ptr(),
             None if logits_rows is None else logits_rows.data_ptr(),
             num_logits,
+            kv.storage.dtype == torch.float16,
         )
         native.decode_step(self.model, step)
         return logits

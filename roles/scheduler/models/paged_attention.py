@@ -116,8 +116,8 @@ class PagedAttentionPlan:
     def attend(
         self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, scale: float, window: int = 0
     ) -> torch.Tensor:
-        """q: (T, H, D) new-token queries; caches: (slots, KVH, D) already holding this step's K/V; window: the
-        layer's sliding window (0: none).
+        """q: (T, H, D) new-token queries; caches: (slots, KVH, D) already holding this step's K/V, of q's dtype
+        or float16; window: the layer's sliding window (0: none).
 
         Returns (T, H * D).
         """
@@ -139,8 +139,8 @@ class PagedAttentionPlan:
             # (Q, KVH, G, D) -> (KVH, Q * G, D): rows ordered q * G + g to match the mask.
             qs = q[chunk.start : chunk.end].view(query_len, kv_heads, group, head_dim).transpose(0, 1)
             qs = qs.reshape(kv_heads, query_len * group, head_dim)
-            ks = k_cache.index_select(0, chunk.slots).transpose(0, 1)  # (KVH, L, D)
-            vs = v_cache.index_select(0, chunk.slots).transpose(0, 1)
+            ks = k_cache.index_select(0, chunk.slots).to(q.dtype).transpose(0, 1)  # (KVH, L, D)
+            vs = v_cache.index_select(0, chunk.slots).to(q.dtype).transpose(0, 1)
             mask = chunk.mask_for(window)
             attended = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, scale=scale)
             attended = attended.view(kv_heads, query_len, group, head_dim).transpose(0, 1)
@@ -152,13 +152,15 @@ class PagedAttentionPlan:
         batch, num_heads, head_dim = q.shape
         kv_heads = k_cache.shape[1]
         qs = q.view(batch, kv_heads, self.queries_per_kv, head_dim)  # G query heads act as G queries
-        ks = (
+        ks = (  # a float16 cache is widened here, after the gather
             k_cache.index_select(0, decode.slots)
+            .to(q.dtype)
             .view(batch, decode.max_len, kv_heads, head_dim)
             .transpose(1, 2)
         )
         vs = (
             v_cache.index_select(0, decode.slots)
+            .to(q.dtype)
             .view(batch, decode.max_len, kv_heads, head_dim)
             .transpose(1, 2)
         )

@@ -24,11 +24,11 @@ from tests.tiny_checkpoint import write_tiny_llama
 pytestmark = needs_kernels
 
 
-def _native_and_torch_logits(model, shape, prompts, steps):
+def _native_and_torch_logits(model, shape, prompts, steps, kv_dtype=torch.float32):
     continuations, _ = greedy_decode_with_logits(model, shape, prompts, steps)
-    native_logits = forced_decode_logits(model, shape, prompts, continuations)
+    native_logits = forced_decode_logits(model, shape, prompts, continuations, kv_dtype=kv_dtype)
     model._native_decode = False  # the op-by-op path for every step
-    torch_logits = forced_decode_logits(model, shape, prompts, continuations)
+    torch_logits = forced_decode_logits(model, shape, prompts, continuations, kv_dtype=kv_dtype)
     model._native_decode = None
     return native_logits, torch_logits
 
@@ -40,6 +40,36 @@ def test_one_call_decode_step_equals_the_op_by_op_path_on_a_float_checkpoint(tmp
     native_logits, torch_logits = _native_and_torch_logits(model, shape, prompts, steps=20)
     for ours, theirs in zip(native_logits, torch_logits, strict=True):
         assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
+
+
+# The step's attention takes up to 3 query heads of a KV head per pass and 32 or 8 value columns per register
+# block, and a head_dim that is not a multiple of 8 one float at a time: (hidden, heads, KV heads) ->
+# head_dim 16 in 2-head groups (the tiny default); 40 in groups of 4 (3 + 1 heads, 32 + 8 columns); 32 in
+# groups of 3; 12 (scalar).
+ATTENTION_SHAPES = {
+    "d16-g2": {},
+    "d40-g4": dict(hidden_size=160, num_attention_heads=4, num_key_value_heads=1),
+    "d32-g3": dict(hidden_size=192, num_attention_heads=6, num_key_value_heads=2),
+    "d12-g2": dict(hidden_size=96, num_attention_heads=8, num_key_value_heads=4),
+}
+
+
+@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("dims", sorted(ATTENTION_SHAPES))
+def test_one_call_attention_equals_the_op_by_op_path_for_each_head_layout_and_kv_dtype(
+    tmp_path, dims, kv_dtype
+):
+    """Both paths over one KV cache of each dtype, with contexts that end mid-page and mid-way through a block
+    of 4 keys. A float16 cache rounds K and V to nearest even in both, but the two paths' K and V differ in
+    float32's last place, which now and then lands on the other side of a float16 rounding: a looser bound."""
+    folder = write_tiny_llama(tmp_path / dims, **ATTENTION_SHAPES[dims])
+    model, shape = load_model(str(folder), weight_dtype="auto")
+    assert model.native_decode_plan() is not None
+    prompts = [[5, 6, 7, 8, 9], [40, 41], list(range(60, 97))]
+    native_logits, torch_logits = _native_and_torch_logits(model, shape, prompts, steps=14, kv_dtype=kv_dtype)
+    bound = 1e-4 if kv_dtype == torch.float32 else 2e-3
+    for ours, theirs in zip(native_logits, torch_logits, strict=True):
+        assert torch.allclose(ours, theirs, atol=bound, rtol=bound)
 
 
 def test_one_call_step_splits_a_long_context_along_its_positions(tmp_path):
@@ -120,12 +150,14 @@ PROMPTS = [  # 16 prompts of token ids: English, code, numbers, chat-like, rando
 MIN_TOP1_AGREEMENT = 0.98
 
 
-def test_auto_agrees_with_exact_float32(bundled_auto):
-    """Teacher forced on exact's greedy tokens: the prompt through the prefill path, then one-call decode steps."""
+@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
+def test_auto_agrees_with_exact_float32(bundled_auto, kv_dtype):
+    """Teacher forced on exact's greedy tokens: the prompt through the prefill path, then one-call decode steps;
+    over a float32 KV cache, and over a float16 one (exact's stays float32)."""
     exact, shape = load_model("smollm2", weight_dtype="exact")
     continuations, exact_logits = greedy_decode_with_logits(exact, shape, PROMPTS, 24)
     model, _ = bundled_auto
-    logits = forced_decode_logits(model, shape, PROMPTS, continuations)
+    logits = forced_decode_logits(model, shape, PROMPTS, continuations, kv_dtype=kv_dtype)
     agree = sum(int((a.argmax(-1) == e.argmax(-1)).sum()) for a, e in zip(logits, exact_logits, strict=True))
     total = sum(e.shape[0] for e in exact_logits)
     assert agree / total >= MIN_TOP1_AGREEMENT, f"top-1 agreement {agree / total:.4f} over {total} positions"
