@@ -3,7 +3,7 @@ random checkpoint of each model family.
 
     .venv/bin/python bench/accuracy.py [--modes auto int8 int4] [--tokens 32] [--one-at-a-time] [--isa avx512]
         [--model smol-q4_k_m.gguf]
-        [--activations int16]
+        [--activations int16] [--kv-dtype float16]
     .venv/bin/python bench/accuracy.py --families [gemma3 qwen3 ...]   # every family when none is named
 
 exact decodes greedily from the prompts (for the default model 16: English, code, numbers and random ids; for
@@ -13,7 +13,8 @@ agreement), along with the largest logit difference. The prompt goes through the
 position through a decode step; --one-at-a-time decodes each prompt alone (a batch of one). A family's
 checkpoint is the Hugging Face folder tests/family_checkpoints.py writes, made in a temporary directory.
 --isa runs the kernels (auto) on one instruction-set path (exec.kernel_isa) instead of auto's; --activations
-sets exec.activation_dtype, which acts on every quantised linear (prefill and decode alike).
+sets exec.activation_dtype, which acts on every quantised linear (prefill and decode alike); --kv-dtype sets
+memory.kv_cache_dtype for every mode but exact's reference, which stays float32.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import argparse
 import pathlib
 import sys
 import tempfile
+
+import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
@@ -34,7 +37,12 @@ from tests.roles.scheduler.models.test_family_parity import PROMPTS as FAMILY_PR
 
 
 def agreement(
-    path: str, prompts: list[list[int]], modes: list[str], tokens: int, one_at_a_time: bool
+    path: str,
+    prompts: list[list[int]],
+    modes: list[str],
+    tokens: int,
+    one_at_a_time: bool,
+    kv_dtype: str = "float32",
 ) -> None:
     """Print one row per mode: its top-1 agreement with exact and its largest logit difference."""
     groups = [[prompt] for prompt in prompts] if one_at_a_time else [prompts]
@@ -46,7 +54,9 @@ def agreement(
         agree = total = 0
         largest = 0.0
         for group, (continuations, exact_logits) in zip(groups, references, strict=True):
-            logits = forced_decode_logits(model, shape, group, continuations)
+            logits = forced_decode_logits(
+                model, shape, group, continuations, kv_dtype=getattr(torch, kv_dtype)
+            )
             for ours, theirs in zip(logits, exact_logits, strict=True):
                 agree += int((ours.argmax(-1) == theirs.argmax(-1)).sum())
                 total += theirs.shape[0]
@@ -63,21 +73,24 @@ def main() -> None:
     parser.add_argument("--families", nargs="*", choices=sorted(FAMILY_CHECKPOINTS), metavar="FAMILY")
     parser.add_argument("--isa", default="auto")
     parser.add_argument("--activations", default="float32", choices=native.ACTIVATION_DTYPES)
+    parser.add_argument("--kv-dtype", default="float32", choices=("float32", "float16"))
     args = parser.parse_args()
     native.select_isa(args.isa)
     native.set_activation_dtype(args.activations)
-    print(f"kernel path {native.selected_isa()}, activations {native.activation_dtype()}")
+    print(
+        f"kernel path {native.selected_isa()}, activations {native.activation_dtype()}, KV cache {args.kv_dtype}"
+    )
     if args.families is None:
         print(
             f"{args.model}: {len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens"
         )
-        agreement(args.model, PROMPTS, args.modes, args.tokens, args.one_at_a_time)
+        agreement(args.model, PROMPTS, args.modes, args.tokens, args.one_at_a_time, args.kv_dtype)
         return
     with tempfile.TemporaryDirectory() as folder:
         for family in args.families or sorted(FAMILY_CHECKPOINTS):
             path = write_family_checkpoint(family, pathlib.Path(folder) / family)
             print(f"\n{family} (tiny random HF folder): {len(FAMILY_PROMPTS)} prompts x {args.tokens} tokens")
-            agreement(str(path), FAMILY_PROMPTS, args.modes, args.tokens, args.one_at_a_time)
+            agreement(str(path), FAMILY_PROMPTS, args.modes, args.tokens, args.one_at_a_time, args.kv_dtype)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Where one decode step's time goes, per weight mode, on the default model (in process, no server).
 
     .venv/bin/python bench/decode_step.py [--batch 1 8 32] [--context 128] [--steps 40] [--isa avx512 avx512bf16]
-        [--activations float32 int16]
+        [--activations float32 int16] [--kv-dtype float32 float16]
 
 For every batch size: the best of 7 runs of --steps identical decode steps over a --context-token
 cache, for `exact` (float32, op by op) and `auto` (one-call decode step). Then the split of one step:
@@ -41,11 +41,20 @@ def best_of(function, steps: int, repeats: int = 7) -> float:
 
 
 def decode_batch(
-    model, shape, batch_size: int, context: int, kernel_isa: str = "auto", activations: str = "float32"
+    model,
+    shape,
+    batch_size: int,
+    context: int,
+    kernel_isa: str = "auto",
+    activations: str = "float32",
+    kv_dtype: str = "float32",
 ):
     """An engine whose batch_size requests have `context` tokens cached, and their next decode step."""
     config = engine_config(
-        kv_cache_tokens=batch_size * (context + 64), kernel_isa=kernel_isa, activation_dtype=activations
+        kv_cache_tokens=batch_size * (context + 64),
+        kernel_isa=kernel_isa,
+        activation_dtype=activations,
+        kv_cache_dtype=kv_dtype,
     )
     engine = Engine(config, (model, shape))
     params = SamplingFields(temperature=0, max_tokens=32, ignore_eos=True)
@@ -81,25 +90,28 @@ def main() -> None:
     parser.add_argument(
         "--activations", nargs="+", default=["float32"], help="exec.activation_dtype values for auto"
     )
+    parser.add_argument(
+        "--kv-dtype", nargs="+", default=["float32"], help="memory.kv_cache_dtype values for auto"
+    )
     args = parser.parse_args()
     models = {mode: load_model("smollm2", weight_dtype=mode) for mode in ("exact", "auto")}
     print(f"threads={torch.get_num_threads()} context={args.context} tokens; ms per decode step (best of 7)")
     print(
-        f"{'batch':>5} {'path':>10} {'acts':>7} {'exact':>8} {'auto':>8} {'speed-up':>9} {'auto: linears alone':>20}"
+        f"{'batch':>5} {'path':>10} {'acts':>7} {'kv':>7} {'exact':>8} {'auto':>8} {'speed-up':>9} {'auto: linears alone':>20}"
         f" {'auto: the rest':>15}"
     )
     for batch_size in args.batch:
         model, shape = models["exact"]
         engine, batch = decode_batch(model, shape, batch_size, args.context)
         exact = time_steps(model, batch, engine.kv_cache, args.steps)
-        for isa, activations in itertools.product(args.isa, args.activations):
+        for isa, activations, kv_dtype in itertools.product(args.isa, args.activations, args.kv_dtype):
             model, shape = models["auto"]
             # The engine selects the path and the activations.
-            engine, batch = decode_batch(model, shape, batch_size, args.context, isa, activations)
+            engine, batch = decode_batch(model, shape, batch_size, args.context, isa, activations, kv_dtype)
             auto = time_steps(model, batch, engine.kv_cache, args.steps)
             linears = linears_alone(model, batch_size)
             print(
-                f"{batch_size:>5} {isa:>10} {activations:>7} {exact * 1e3:8.2f} {auto * 1e3:8.2f} {exact / auto:8.2f}x"
+                f"{batch_size:>5} {isa:>10} {activations:>7} {kv_dtype:>7} {exact * 1e3:8.2f} {auto * 1e3:8.2f} {exact / auto:8.2f}x"
                 f" {linears * 1e3:14.2f} ({linears / auto:4.0%}) {(auto - linears) * 1e3:9.2f}"
             )
     model, shape = models["exact"]
