@@ -44,7 +44,7 @@ class EngineConfig:
     model_path: str
     weight_dtype: str
     kernel_isa: str  # the CPU kernels' instruction set: auto, or a path to force
-    activation_dtype: str  # float32 | int16: how the kernels multiply quantised weights
+    activation_dtype: str  # float32 | int16 | int8: how the kernels multiply quantised weights
     threads: int  # 0: leave torch's thread count as it is
     max_running_requests: int
     max_queued_requests: int  # waiting beyond the running ones; past both, submit raises QueueFull

@@ -27,6 +27,7 @@ struct rs_int16_rows {
     int16_t* q;
     float* scale;
     float* sums;
+    uint8_t* q8;  // the rows as int8 + 128 instead (int8_tiles.h: scale then holds their steps), or null
 };
 
 // Every quantised type has integer codes; the float tensor types (F32, F16, BF16) have none.

@@ -56,9 +56,25 @@ static RS_ALWAYS_INLINE void rs_transpose_16x16_epi16(const __m256i rows[16], __
     }
 }
 
-// Part rows [n0, n1) (at most RS_TILE_COLUMNS) decoded into panel, k weights each.
-template <int TYPE>
-static void rs_decode_tile_panel(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_tile_panel& panel) {
+// Group j of the current blocks of count columns: their 32 codes each as int8 into codes (zero past count), and
+// their scales and offsets into scale and offset [half][column] (both halves the same unless HALF_SCALES).
+template <typename R>
+static RS_ALWAYS_INLINE void rs_read_tile_group(R* reader, int count, int j, float* scale, float* offset,
+                                                __m256i codes[RS_TILE_COLUMNS]) {
+    for (int c = 0; c < RS_TILE_COLUMNS; ++c) {
+        float s[2] = {0.0f, 0.0f}, o[2] = {0.0f, 0.0f};
+        codes[c] = c < count ? reader[c].codes(j, s, o) : _mm256_setzero_si256();
+        if constexpr (!R::HALF_SCALES) s[1] = s[0], o[1] = o[0];
+        scale[c] = s[0], scale[RS_TILE_COLUMNS + c] = s[1];
+        offset[c] = o[0], offset[RS_TILE_COLUMNS + c] = o[1];
+    }
+}
+
+// Part rows [n0, n1) (at most RS_TILE_COLUMNS) group by group: emit(g, codes) after each group's codes are
+// read and its scales and offsets stored at scale and offset + g * 2 * RS_TILE_COLUMNS.
+template <int TYPE, typename Emit>
+static RS_ALWAYS_INLINE void rs_read_tile_groups(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, float* scale,
+                                                 float* offset, Emit emit) {
     using R = rs_reader<TYPE>;
     const int count = static_cast<int>(n1 - n0);
     R reader[RS_TILE_COLUMNS];
@@ -66,29 +82,30 @@ static void rs_decode_tile_panel(const rs_part& p, int64_t blocks, int64_t n0, i
         for (int c = 0; c < count; ++c) reader[c].begin(p.data + (n0 + c) * p.row_bytes + b * R::BYTES);
         for (int j = 0; j < R::GROUPS; ++j) {
             const int64_t g = b * R::GROUPS + j;
-            float* scale = panel.scale + g * 2 * RS_TILE_COLUMNS;
-            float* offset = panel.offset + g * 2 * RS_TILE_COLUMNS;
-            __m256i codes[RS_TILE_COLUMNS], pairs[RS_TILE_COLUMNS];
-            for (int c = 0; c < RS_TILE_COLUMNS; ++c) {
-                float s[2] = {0.0f, 0.0f}, o[2] = {0.0f, 0.0f};
-                codes[c] = c < count ? reader[c].codes(j, s, o) : _mm256_setzero_si256();
-                if constexpr (!R::HALF_SCALES) s[1] = s[0], o[1] = o[0];
-                scale[c] = s[0], scale[RS_TILE_COLUMNS + c] = s[1];
-                offset[c] = o[0], offset[RS_TILE_COLUMNS + c] = o[1];
-            }
-            rs_transpose_16x16_epi16(codes, pairs);  // pairs[q] byte 2c, 2c + 1: column c's codes 2q, 2q + 1
-            int32_t* out = panel.codes + g * RS_TILE_PAIRS * RS_TILE_COLUMNS;
-            for (int q = 0; q < RS_TILE_PAIRS; ++q) {
-#ifdef RS_INT16_ZMM
-                _mm512_storeu_si512(out + q * RS_TILE_COLUMNS, _mm512_cvtepi8_epi16(pairs[q]));
-#else
-                __m256i* o = reinterpret_cast<__m256i*>(out + q * RS_TILE_COLUMNS);
-                _mm256_storeu_si256(o, _mm256_cvtepi8_epi16(_mm256_castsi256_si128(pairs[q])));
-                _mm256_storeu_si256(o + 1, _mm256_cvtepi8_epi16(_mm256_extracti128_si256(pairs[q], 1)));
-#endif
-            }
+            __m256i codes[RS_TILE_COLUMNS];
+            rs_read_tile_group(reader, count, j, scale + g * 2 * RS_TILE_COLUMNS, offset + g * 2 * RS_TILE_COLUMNS, codes);
+            emit(g, codes);
         }
     }
+}
+
+// Part rows [n0, n1) (at most RS_TILE_COLUMNS) decoded into panel, k weights each.
+template <int TYPE>
+static void rs_decode_tile_panel(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_tile_panel& panel) {
+    rs_read_tile_groups<TYPE>(p, blocks, n0, n1, panel.scale, panel.offset, [&](int64_t g, __m256i* codes) {
+        __m256i pairs[RS_TILE_COLUMNS];
+        rs_transpose_16x16_epi16(codes, pairs);  // pairs[q] byte 2c, 2c + 1: column c's codes 2q, 2q + 1
+        int32_t* out = panel.codes + g * RS_TILE_PAIRS * RS_TILE_COLUMNS;
+        for (int q = 0; q < RS_TILE_PAIRS; ++q) {
+#ifdef RS_INT16_ZMM
+            _mm512_storeu_si512(out + q * RS_TILE_COLUMNS, _mm512_cvtepi8_epi16(pairs[q]));
+#else
+            __m256i* o = reinterpret_cast<__m256i*>(out + q * RS_TILE_COLUMNS);
+            _mm256_storeu_si256(o, _mm256_cvtepi8_epi16(_mm256_castsi256_si128(pairs[q])));
+            _mm256_storeu_si256(o + 1, _mm256_cvtepi8_epi16(_mm256_extracti128_si256(pairs[q], 1)));
+#endif
+        }
+    });
 }
 
 // The tiles' vector of columns: one 512-bit register of 16 on the AVX-512 paths, one of 8 on avx2.

@@ -41,6 +41,10 @@ def missing_flags(path: str) -> list[str]:
 # dispatch.cpp's widest() agrees.
 ROUNDS_TO_BF16 = frozenset({"avx512bf16"})
 
+# The paths whose linears of 16 rows or more take int8 activations with exec.activation_dtype int8 (vpdpbusd,
+# AVX512_VNNI); elsewhere int8 runs as int16.
+INT8_TILES = frozenset({"avx512vnni", "avx512bf16"})
+
 
 def paths_this_cpu_has() -> list[str]:
     return [path for path in ISA_FLAGS if not missing_flags(path)]
@@ -53,6 +57,16 @@ def path_for(setting: str) -> str | None:
         exact_sums = [path for path in have if path not in ROUNDS_TO_BF16]
         return exact_sums[-1] if exact_sums else None
     return setting if setting in have else None
+
+
+def activations_in_effect(activations: str, path: str) -> str:
+    """What exec.activation_dtype does on ``path``: int8 takes calls of 16 rows or more where the path has
+    int8 tiles, and runs as int16 elsewhere."""
+    if activations != "int8":
+        return activations
+    if path in INT8_TILES:
+        return "int8 from 16 rows, int16 below"
+    return "int16 (int8 needs avx512vnni)"
 
 
 def kernel_path_fact(
@@ -69,7 +83,7 @@ def kernel_path_fact(
         why = f"exec.kernel_isa {setting}: " + (
             "the widest path with float32 sums" if setting == "auto" else "forced"
         )
-    multiply = f"{activations} (quantised weights)" if path else "unused"
+    multiply = f"{activations_in_effect(activations, path)} (quantised weights)" if path else "unused"
     return [
         {
             "path": path or "none",

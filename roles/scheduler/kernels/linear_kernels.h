@@ -24,8 +24,9 @@ struct rs_part {
 
 constexpr int RS_MAX_PARTS = 4;
 
-// 1: quantised types multiply int16 activations (int16_rows.h, int16_tiles.h); 0: float32. Process-wide, set through
-// dispatch.cpp's rs_set_activation_dtype.
+// 1: quantised types multiply int16 activations (int16_rows.h, int16_tiles.h); 2: int16 below 16 rows and int8
+// from 16 on the paths with AVX512_VNNI (int8_tiles.h); 0: float32. Process-wide, set through dispatch.cpp's
+// rs_set_activation_dtype.
 extern int rs_activations_int16;
 
 struct rs_linear {
@@ -203,16 +204,21 @@ constexpr bool RS_HAS_BF16_TILES = false;
 #endif
 #include "int16_rows.h"
 #include "int16_tiles.h"
+#include "int8_tiles.h"
 
 // Part rows [n0, n1) for every input row; out points at the part's first output column. xb: null, or the
 // rows of every whole tile as bfloat16 (k apart), which those tiles then multiply (bf16_tiles.h). xq: null,
-// or every row quantised to int16 (int16_rows.h), which a quantised type's blocks then multiply.
+// or every row quantised to int16 (int16_rows.h) or, when its q8 is set, to int8 (int8_tiles.h), which a quantised
+// type's blocks then multiply.
 template <int TYPE>
 static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1, const float* x, int64_t rows,
                             int64_t ldx, const uint16_t* xb, const rs_int16_rows* xq, float* out, int64_t ldo) {
     const int64_t blocks = k / RS_GROUP / rs_reader<TYPE>::GROUPS;
     if constexpr (rs_has_codes<TYPE>) {
         if (xq != nullptr) {
+#ifdef RS_INT16_VNNI
+            if (xq->q8 != nullptr) return rs_linear_int8_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+#endif
             if (rows < RS_INT16_MAX_ROWS) return rs_linear_int16<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
             return rs_linear_int16_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
         }
@@ -259,21 +265,24 @@ static void rs_linear_range(const rs_linear& w, int64_t n0, int64_t n1, const fl
 // A linear call's room for its input rows in other forms (rs_row_buffers): either may be absent.
 struct rs_row_scratch {
     uint16_t* bf16;       // the whole tiles of the rows as bfloat16 where this path has BF16 tiles, else null
-    rs_int16_rows int16;  // room for the rows as int16 when exec.activation_dtype is int16; q null: float32
+    rs_int16_rows int16;  // room for the rows as int16 (and q8: int8) as exec.activation_dtype says; q null: float32
 };
 
 // Buffers behind an rs_row_scratch for up to `rows` rows of up to k inputs.
 struct rs_row_buffers {
     std::vector<uint16_t> bf16;
     std::vector<int16_t> q;
+    std::vector<uint8_t> q8;
     std::vector<float> scale, sums;
     rs_row_buffers(int64_t rows, int64_t k)
         : bf16(RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0),
           q(rs_activations_int16 ? rows * k : 0),
+          q8(RS_HAS_INT8_TILES && rs_activations_int16 == 2 && rows >= RS_INT16_MAX_ROWS ? rows * k : 0),
           scale(q.size() / RS_GROUP),
           sums(q.size() / 16) {}
     rs_row_scratch view() {
-        return {bf16.empty() ? nullptr : bf16.data(), {q.empty() ? nullptr : q.data(), scale.data(), sums.data()}};
+        return {bf16.empty() ? nullptr : bf16.data(),
+                {q.empty() ? nullptr : q.data(), scale.data(), sums.data(), q8.empty() ? nullptr : q8.data()}};
     }
 };
 
@@ -290,10 +299,19 @@ static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, i
                              const rs_row_scratch& scratch) {
     const uint16_t* xb = nullptr;
     const rs_int16_rows* xq = nullptr;
-    if (scratch.int16.q != nullptr && rs_linear_has(w, true)) {
+    rs_int16_rows form = scratch.int16;  // the rows' integer form: int8 (q8 set) or int16
+#ifdef RS_INT16_VNNI
+    if (form.q8 != nullptr && rows >= RS_INT16_MAX_ROWS && rs_linear_has(w, true)) {
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; ++r) rs_rows_to_int16(x, ldx, r, r + 1, w.k, scratch.int16);
-        xq = &scratch.int16;  // the loop's barrier: every row is quantised before any thread reads it
+        for (int64_t r = 0; r < rows; ++r) rs_rows_to_int8(x, ldx, r, r + 1, w.k, form);
+        xq = &form;  // the loop's barrier: every row is quantised before any thread reads it
+    }
+#endif
+    if (xq == nullptr && form.q != nullptr && rs_linear_has(w, true)) {
+        form.q8 = nullptr;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) rs_rows_to_int16(x, ldx, r, r + 1, w.k, form);
+        xq = &form;  // the loop's barrier: every row is quantised before any thread reads it
     }
 #ifdef RS_BF16_TILES
     if (scratch.bf16 != nullptr && rows >= RS_ROW_TILE && (xq == nullptr || rs_linear_has(w, false))) {

@@ -192,7 +192,7 @@ def select_isa(name: str) -> None:
         raise ValueError(f"this CPU lacks the instructions of kernel path {name!r}")
 
 
-ACTIVATION_DTYPES = ("float32", "int16")
+ACTIVATION_DTYPES = ("float32", "int16", "int8")
 
 
 def activation_dtype() -> str:

@@ -8,7 +8,7 @@ import logging
 
 from roles.model_files.weight_formats import format_rows, model_tensors, slower_tensors
 from roles.scheduler.kernels import native
-from roles.scheduler.kernels.isa import kernel_path_fact
+from roles.scheduler.kernels.isa import activations_in_effect, kernel_path_fact
 from roles.scheduler.loading.weight_mode import runnable_weight_dtype
 
 log = logging.getLogger("roleserve.scheduler")
@@ -40,11 +40,10 @@ def report_kernel_path(setting: str, weight_dtype: str) -> list[dict]:
     activations = native.activation_dtype()
     if weight_dtype == "auto":
         log.info(
-            "CPU kernels: %s (exec.kernel_isa %s; this CPU has %s), %s activations for steps of fewer than "
-            "16 rows",
+            "CPU kernels: %s (exec.kernel_isa %s; this CPU has %s), %s activations for quantised weights",
             native.selected_isa(),
             setting,
             have,
-            activations,
+            activations_in_effect(activations, native.selected_isa()),
         )
     return kernel_path_fact(setting, weight_dtype, native.selected_isa(), have, activations)

@@ -13,6 +13,7 @@ from roles.scheduler.kernels import native
 from roles.scheduler.kernels.isa import (
     ISA_FLAGS,
     ROUNDS_TO_BF16,
+    kernel_path_fact,
     missing_flags,
     path_for,
     paths_this_cpu_has,
@@ -62,3 +63,19 @@ def test_a_forced_path_runs_or_is_refused_where_the_cpu_lacks_it(path):
 def test_an_unknown_path_is_refused():
     with pytest.raises(ValueError, match="no kernel path 'sse2'"):
         native.select_isa("sse2")
+
+
+@pytest.mark.parametrize(
+    "path, shown",
+    [
+        ("avx512vnni", "int8 from 16 rows, int16 below (quantised weights)"),
+        ("avx512bf16", "int8 from 16 rows, int16 below (quantised weights)"),
+        ("avx512", "int16 (int8 needs avx512vnni) (quantised weights)"),
+        ("avx2", "int16 (int8 needs avx512vnni) (quantised weights)"),
+    ],
+)
+def test_inspect_says_where_int8_activations_run_as_int16(path, shown):
+    [fact] = kernel_path_fact("auto", "auto", path, [path], "int8")
+    assert fact["activations"] == shown
+    [fact] = kernel_path_fact("auto", "auto", path, [path], "int16")
+    assert fact["activations"] == "int16 (quantised weights)"

@@ -1,10 +1,11 @@
 """exec.activation_dtype int16: every quantised linear multiplies int16 inputs with the blocks' integer codes,
 in row kernels below 16 rows (int16_rows.h) and in tiles of a work item's decoded codes from 16 (int16_tiles.h).
+int8: the same below 16 rows; from 16, on the paths with AVX512_VNNI, int8 inputs in tiles (int8_tiles.h).
 
 Random valid blocks of every tensor type (``tests.random_blocks``), 37 output rows, on every instruction-set
 path this CPU has:
 - a quantised type computes the float64 product of its dequantised weights and the inputs as rounded (each
-  32 inputs to int16 steps of their largest magnitude / 32767), to float32 summation; a type with offsets
+  32 inputs to int16 steps of their largest magnitude / 32767, or int8 steps of / 127), to float32 summation; a type with offsets
   (w = d q + m) multiplies its offsets with the inputs unrounded;
 - a row's outputs are the same bits whatever else is in the call, from 1 to 15 rows;
 - float tensor types compute what float32 activations compute, bit for bit, at any number of rows.
@@ -20,6 +21,7 @@ from gguf.quants import dequantize
 
 from roles.model_files.tensor_types import BY_NAME, SUPPORTED_NAMES
 from roles.scheduler.kernels import native
+from roles.scheduler.kernels.isa import INT8_TILES
 from roles.scheduler.models.block_linear import BlockLinear
 from tests.kernel_gate import needs_kernels
 from tests.random_blocks import random_rows
@@ -31,10 +33,10 @@ FLOAT_TYPES = ("F32", "F16", "BF16")
 QUANTISED = [name for name in SUPPORTED_NAMES if name not in FLOAT_TYPES]
 
 
-@pytest.fixture
-def int16_activations():
-    native.set_activation_dtype("int16")
-    yield
+@pytest.fixture(params=["int16", "int8"])
+def integer_activations(request):
+    native.set_activation_dtype(request.param)
+    yield request.param
     native.set_activation_dtype("float32")
 
 
@@ -63,13 +65,13 @@ def _linear(type_name: str, seed: int) -> tuple[BlockLinear, torch.Tensor, torch
     return linear, weight - offsets, offsets
 
 
-def _as_rounded(x: torch.Tensor) -> torch.Tensor:
-    """x as the kernels round it: each 32 values to the nearest multiple of their largest magnitude / 32767
+def _as_rounded(x: torch.Tensor, levels: float = 32767.0) -> torch.Tensor:
+    """x as the kernels round it: each 32 values to the nearest multiple of their largest magnitude / levels
     (the multiplier and the step computed in float32, ties to even), in float64."""
     groups = x.reshape(x.shape[0], -1, 32)
     top = groups.abs().amax(dim=-1, keepdim=True)
-    step = top / 32767.0
-    inverse = torch.where(top > 0, 32767.0 / top, torch.zeros_like(top))
+    step = top / levels
+    inverse = torch.where(top > 0, levels / top, torch.zeros_like(top))
     codes = torch.round(groups * inverse)
     return (codes.double() * step.double()).reshape(x.shape)
 
@@ -82,12 +84,13 @@ def _inputs(rows: int, cols: int) -> torch.Tensor:
 
 @pytest.mark.parametrize("type_name", QUANTISED)
 @pytest.mark.parametrize("rows", [1, 2, 5, 15, 16, 23, 33])
-def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_isa, int16_activations):
+def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_isa, integer_activations):
     linear, coded, offsets = _linear(type_name, seed=rows)
     x = _inputs(rows, linear.in_features)
     out = linear(x).double()
+    int8 = integer_activations == "int8" and rows >= 16 and kernel_isa in INT8_TILES
     # Only the coded part meets rounded inputs: the offsets meet the float sums of the inputs themselves.
-    expected = _as_rounded(x) @ coded.T + x.double() @ offsets.T
+    expected = _as_rounded(x, 127.0 if int8 else 32767.0) @ coded.T + x.double() @ offsets.T
     unrounded = x.double() @ (coded + offsets).T
     scale = expected.abs().max()
     error = (out - expected).abs().max() / scale
@@ -97,7 +100,9 @@ def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_
 
 
 @pytest.mark.parametrize("type_name", QUANTISED)
-def test_a_rows_outputs_do_not_depend_on_the_other_rows_of_the_call(type_name, kernel_isa, int16_activations):
+def test_a_rows_outputs_do_not_depend_on_the_other_rows_of_the_call(
+    type_name, kernel_isa, integer_activations
+):
     linear, _, _ = _linear(type_name, seed=3)
     x = _inputs(15, linear.in_features)
     alone = torch.cat([linear(x[r : r + 1]) for r in range(15)])
@@ -108,17 +113,13 @@ def test_a_rows_outputs_do_not_depend_on_the_other_rows_of_the_call(type_name, k
 
 @pytest.mark.parametrize("type_name", SUPPORTED_NAMES)
 @pytest.mark.parametrize("rows", [1, 16, 33])
-def test_float_types_stay_float32(type_name, rows, kernel_isa):
+def test_float_types_stay_float32(type_name, rows, kernel_isa, integer_activations):
     linear, _, _ = _linear(type_name, seed=rows)
     x = _inputs(rows, linear.in_features)
     native.set_activation_dtype("float32")
     float32 = linear(x)
-    native.set_activation_dtype("int16")
-    try:
-        same = torch.equal(linear(x), float32)
-    finally:
-        native.set_activation_dtype("float32")
-    assert same == (type_name in FLOAT_TYPES)
+    native.set_activation_dtype(integer_activations)
+    assert torch.equal(linear(x), float32) == (type_name in FLOAT_TYPES)
 
 
 def test_the_setting_is_process_wide_and_checked():
@@ -128,5 +129,5 @@ def test_the_setting_is_process_wide_and_checked():
         assert native.activation_dtype() == "int16"
     finally:
         native.set_activation_dtype("float32")
-    with pytest.raises(ValueError, match="int8"):
-        native.set_activation_dtype("int8")
+    with pytest.raises(ValueError, match="int4"):
+        native.set_activation_dtype("int4")

@@ -1,0 +1,169 @@
+// Linears of many rows with int8 activations (exec.activation_dtype int8), on the paths with AVX512_VNNI: a
+// call of RS_INT16_MAX_ROWS rows or more quantises each 32 inputs of a row to int8 with their own scale and
+// multiplies them with a work item's codes in vpdpbusd, 64 products per 512-bit instruction against
+// vpdpwssd's 32 with int16 inputs (int16_tiles.h, whose layout this follows). Calls of fewer rows keep the
+// int16 row kernels: there each weight is read once per row, and the read, not the products, bounds them.
+// vpdpbusd multiplies unsigned bytes with signed ones: the inputs go in as q + 128 (0..255) and each
+// column's codes as they are (every type's codes fit int8), so a group's integer sum starts from -128 times
+// the sum of the column's codes in it, kept in the panel beside the scales. Offsets meet the float sums of
+// the unrounded inputs, as with int16. The inputs are rounded by at most half a step of 1/127 of their
+// group's largest magnitude: the scheme llama.cpp's quantised dot products use (its Q8_0 and Q8_1 rows).
+#pragma once
+
+#ifndef RS_INT16_VNNI
+constexpr bool RS_HAS_INT8_TILES = false;
+#else
+constexpr bool RS_HAS_INT8_TILES = true;
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "int16_tiles.h"
+
+constexpr int RS_TILE_QUADS = RS_GROUP / 4;
+
+// A work item's int8 panel: for group g, codes[g][quad][column] holds the column's codes 4 quad .. 4 quad + 3
+// as four int8; start[g][half][column] the integer sum's start (-128 x the sum of those codes over the half,
+// or over the whole group in half 0 unless HALF_SCALES); scale and offset as in rs_tile_panel.
+struct rs_int8_panel {
+    int32_t* codes;
+    int32_t* start;
+    float* scale;
+    float* offset;
+};
+
+// Rows [r0, r1) of x (ldx floats apart), k values each, as int8 + 128 with a step per 32 inputs (into
+// rows.q8 and rows.scale) and the float sums of each 16 inputs (rows.sums).
+static inline void rs_rows_to_int8(const float* x, int64_t ldx, int64_t r0, int64_t r1, int64_t k,
+                                   const rs_int16_rows& rows) {
+    const __m512i bias = _mm512_set1_epi32(128);
+    for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = 0; c < k; c += RS_GROUP) {
+            const float* xg = x + r * ldx + c;
+            const __m512 v0 = _mm512_loadu_ps(xg), v1 = _mm512_loadu_ps(xg + 16);
+            const float top = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+            const __m512 inverse = _mm512_set1_ps(top > 0.0f ? 127.0f / top : 0.0f);
+            const __m512i q0 = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse)), bias);
+            const __m512i q1 = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse)), bias);
+            uint8_t* out = rows.q8 + r * k + c;
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(q1));
+            rows.scale[(r * k + c) / RS_GROUP] = top / 127.0f;
+            rows.sums[(r * k + c) / 16] = _mm512_reduce_add_ps(v0);
+            rows.sums[(r * k + c) / 16 + 1] = _mm512_reduce_add_ps(v1);
+        }
+}
+
+// The signed sum of a half-group's 16 codes (bytes 16 h .. 16 h + 15 of codes).
+static RS_ALWAYS_INLINE int32_t rs_code_sum(__m256i codes, int h) {
+    // psadbw sums unsigned bytes: flip each code's sign bit (code + 128), then take 16 x 128 back off.
+    const __m256i sums = _mm256_sad_epu8(_mm256_xor_si256(codes, _mm256_set1_epi8(-128)), _mm256_setzero_si256());
+    return int32_t(_mm256_extract_epi64(sums, 2 * h) + _mm256_extract_epi64(sums, 2 * h + 1)) - 16 * 128;
+}
+
+// Part rows [n0, n1) (at most RS_TILE_COLUMNS) decoded into panel, k weights each.
+template <int TYPE>
+static void rs_decode_int8_panel(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int8_panel& panel) {
+    constexpr bool HALF_SCALES = rs_reader<TYPE>::HALF_SCALES;
+    rs_read_tile_groups<TYPE>(p, blocks, n0, n1, panel.scale, panel.offset, [&](int64_t g, __m256i* codes) {
+        int32_t* start = panel.start + g * 2 * RS_TILE_COLUMNS;
+        for (int c = 0; c < RS_TILE_COLUMNS; ++c) {
+            const int32_t low = rs_code_sum(codes[c], 0), high = rs_code_sum(codes[c], 1);
+            start[c] = -128 * (HALF_SCALES ? low : low + high);
+            start[RS_TILE_COLUMNS + c] = -128 * high;
+        }
+        __m256i pairs[RS_TILE_COLUMNS];
+        rs_transpose_16x16_epi16(codes, pairs);  // pairs[q] bytes 2c, 2c + 1: column c's codes 2q, 2q + 1
+        int32_t* out = panel.codes + g * RS_TILE_QUADS * RS_TILE_COLUMNS;
+        for (int q = 0; q < RS_TILE_QUADS; ++q) {
+            // Interleaving pairs 2q and 2q + 1 puts four codes in each 32-bit lane, columns 0-3 and 8-11 in lo,
+            // 4-7 and 12-15 in hi; the lanes' halves then go back in column order.
+            const __m256i lo = _mm256_unpacklo_epi16(pairs[2 * q], pairs[2 * q + 1]);
+            const __m256i hi = _mm256_unpackhi_epi16(pairs[2 * q], pairs[2 * q + 1]);
+            __m256i* o = reinterpret_cast<__m256i*>(out + q * RS_TILE_COLUMNS);
+            _mm256_storeu_si256(o, _mm256_permute2x128_si256(lo, hi, 0x20));
+            _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(lo, hi, 0x31));
+        }
+    });
+}
+
+// out[r, c] for M quantised rows from `first` and the panel's 16 columns, into the M x RS_TILE_COLUMNS tile.
+template <int M, bool HALF_SCALES, bool OFFSETS>
+static RS_ALWAYS_INLINE void rs_int8_tile(const rs_int8_panel& panel, int64_t groups, const rs_int16_rows& x,
+                                          int64_t first, int64_t k, float* tile) {
+    constexpr int HALF = RS_TILE_QUADS / 2;
+    const uint8_t* rows[M];
+    for (int m = 0; m < M; ++m) rows[m] = x.q8 + (first + m) * k;
+    __m512 acc[M];
+    for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < groups; ++g) {
+        const int32_t* codes = panel.codes + g * RS_TILE_QUADS * RS_TILE_COLUMNS;
+        for (int h = 0; h < (HALF_SCALES ? 2 : 1); ++h) {
+            const __m512i start = _mm512_loadu_si512(panel.start + (g * 2 + h) * RS_TILE_COLUMNS);
+            __m512i sums[M];
+            for (int m = 0; m < M; ++m) sums[m] = start;
+            const int q0 = HALF_SCALES ? h * HALF : 0, q1 = HALF_SCALES ? q0 + HALF : RS_TILE_QUADS;
+#pragma GCC unroll 8
+            for (int q = q0; q < q1; ++q) {
+                const __m512i w = _mm512_loadu_si512(codes + q * RS_TILE_COLUMNS);
+                for (int m = 0; m < M; ++m) {
+                    int32_t quad;
+                    std::memcpy(&quad, rows[m] + 4 * q, 4);
+                    sums[m] = _mm512_dpbusd_epi32(sums[m], _mm512_set1_epi32(quad), w);
+                }
+            }
+            const __m512 scale = _mm512_loadu_ps(panel.scale + (g * 2 + h) * RS_TILE_COLUMNS);
+            for (int m = 0; m < M; ++m) {
+                const float step = x.scale[(first + m) * (k / RS_GROUP) + g];
+                acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[m]), _mm512_mul_ps(scale, _mm512_set1_ps(step)), acc[m]);
+            }
+        }
+        if constexpr (OFFSETS) {
+            for (int h = 0; h < (HALF_SCALES ? 2 : 1); ++h) {
+                const __m512 offset = _mm512_loadu_ps(panel.offset + (g * 2 + h) * RS_TILE_COLUMNS);
+                for (int m = 0; m < M; ++m) {
+                    const float* row_sums = x.sums + (first + m) * (k / 16) + 2 * g;
+                    const float sum = HALF_SCALES ? row_sums[h] : row_sums[0] + row_sums[1];
+                    acc[m] = _mm512_fmadd_ps(offset, _mm512_set1_ps(sum), acc[m]);
+                }
+            }
+        }
+        for (int m = 0; m < M; ++m) rows[m] += RS_GROUP;
+    }
+    for (int m = 0; m < M; ++m) _mm512_storeu_ps(tile + m * RS_TILE_COLUMNS, acc[m]);
+}
+
+// m (at most M) rows from `first` against the whole panel, into tile.
+template <int TYPE, int M>
+static void rs_int8_tile_rows(const rs_int8_panel& panel, int64_t groups, const rs_int16_rows& x, int64_t first,
+                              int64_t m, int64_t k, float* tile) {
+    using R = rs_reader<TYPE>;
+    if constexpr (M > 1) {
+        if (m < M) return rs_int8_tile_rows<TYPE, M - 1>(panel, groups, x, first, m, k, tile);
+    }
+    rs_int8_tile<M, R::HALF_SCALES, R::OFFSETS>(panel, groups, x, first, k, tile);
+}
+
+// Every one of `rows` int8 rows against part rows [n0, n1) (at most RS_TILE_COLUMNS of them).
+template <int TYPE>
+static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int16_rows& x,
+                                 int64_t rows, int64_t k, float* out, int64_t ldo) {
+    const int64_t groups = k / RS_GROUP;
+    const int64_t code_words = groups * RS_TILE_QUADS * RS_TILE_COLUMNS, per_group = groups * 2 * RS_TILE_COLUMNS;
+    int32_t* codes = rs_panel_buffer<int32_t>(code_words + 3 * per_group + RS_TILE_ROWS * RS_TILE_COLUMNS);
+    int32_t* start = codes + code_words;
+    float* floats = reinterpret_cast<float*>(start + per_group);
+    const rs_int8_panel panel{codes, start, floats, floats + per_group};
+    float* tile = floats + 2 * per_group;
+    rs_decode_int8_panel<TYPE>(p, blocks, n0, n1, panel);
+    const int64_t count = n1 - n0;
+    for (int64_t r = 0; r < rows; r += RS_TILE_ROWS) {
+        const int64_t m = rows - r < RS_TILE_ROWS ? rows - r : RS_TILE_ROWS;
+        rs_int8_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, tile);
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t c = 0; c < count; ++c) out[(r + i) * ldo + n0 + c] = tile[i * RS_TILE_COLUMNS + c];
+    }
+}
+
+#endif  // RS_INT16_VNNI
