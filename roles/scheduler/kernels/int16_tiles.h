@@ -205,6 +205,19 @@ static void rs_int16_tile_rows(const rs_tile_panel& panel, int64_t groups, const
         rs_int16_tile<M, R::HALF_SCALES, R::OFFSETS>(panel, groups, lane, x, first, k, tile);
 }
 
+// tile_rows(r, m, tile) for each pass of at most RS_TILE_ROWS of `rows` rows, each pass's tile (m x
+// RS_TILE_COLUMNS) then copied out to its rows' columns [n0, n0 + count).
+template <typename TileRows>
+static RS_ALWAYS_INLINE void rs_tile_passes(int64_t rows, int64_t n0, int64_t count, float* tile, float* out, int64_t ldo,
+                                            TileRows tile_rows) {
+    for (int64_t r = 0; r < rows; r += RS_TILE_ROWS) {
+        const int64_t m = rows - r < RS_TILE_ROWS ? rows - r : RS_TILE_ROWS;
+        tile_rows(r, m, tile);
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t c = 0; c < count; ++c) out[(r + i) * ldo + n0 + c] = tile[i * RS_TILE_COLUMNS + c];
+    }
+}
+
 // Every one of `rows` quantised rows against part rows [n0, n1) (at most RS_TILE_COLUMNS of them).
 template <int TYPE>
 static void rs_linear_int16_tiles(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int16_rows& x,
@@ -216,11 +229,7 @@ static void rs_linear_int16_tiles(const rs_part& p, int64_t blocks, int64_t n0, 
     const rs_tile_panel panel{codes, floats, floats + panel_floats};
     float* tile = floats + 2 * panel_floats;
     rs_decode_tile_panel<TYPE>(p, blocks, n0, n1, panel);
-    const int64_t count = n1 - n0;
-    for (int64_t r = 0; r < rows; r += RS_TILE_ROWS) {
-        const int64_t m = rows - r < RS_TILE_ROWS ? rows - r : RS_TILE_ROWS;
-        rs_int16_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, tile);
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t c = 0; c < count; ++c) out[(r + i) * ldo + n0 + c] = tile[i * RS_TILE_COLUMNS + c];
-    }
+    rs_tile_passes(rows, n0, n1 - n0, tile, out, ldo, [&](int64_t r, int64_t m, float* t) {
+        rs_int16_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, t);
+    });
 }

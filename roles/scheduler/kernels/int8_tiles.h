@@ -157,13 +157,9 @@ static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, i
     const rs_int8_panel panel{codes, start, floats, floats + per_group};
     float* tile = floats + 2 * per_group;
     rs_decode_int8_panel<TYPE>(p, blocks, n0, n1, panel);
-    const int64_t count = n1 - n0;
-    for (int64_t r = 0; r < rows; r += RS_TILE_ROWS) {
-        const int64_t m = rows - r < RS_TILE_ROWS ? rows - r : RS_TILE_ROWS;
-        rs_int8_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, tile);
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t c = 0; c < count; ++c) out[(r + i) * ldo + n0 + c] = tile[i * RS_TILE_COLUMNS + c];
-    }
+    rs_tile_passes(rows, n0, n1 - n0, tile, out, ldo, [&](int64_t r, int64_t m, float* t) {
+        rs_int8_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, t);
+    });
 }
 
 #endif  // RS_INT16_VNNI
