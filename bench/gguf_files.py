@@ -53,7 +53,7 @@ def measure_roleserve(path: str, args) -> dict:
     config = {
         "model": {"path": path, "served_name": "model"},
         "schedule": {"max_running_requests": slots},
-        "memory": {"kv_cache_tokens": context},
+        "memory": {"kv_cache_tokens": context} | ({"kv_cache_dtype": args.kv_dtype} if args.kv_dtype else {}),
     }
     config["exec"] = (
         {"kernel_isa": args.kernel_isa}
@@ -112,6 +112,9 @@ def main() -> None:
     parser.add_argument("--kernel-isa", default="auto", help="roleserve's exec.kernel_isa")
     parser.add_argument(
         "--activation-dtype", default=None, help="roleserve's exec.activation_dtype (default: its own)"
+    )
+    parser.add_argument(
+        "--kv-dtype", default=None, help="roleserve's memory.kv_cache_dtype (default: its own)"
     )
     args = parser.parse_args()
     results = []

@@ -193,6 +193,9 @@ def main() -> None:
     parser.add_argument(
         "--activation-dtype", default=None, help="roleserve's exec.activation_dtype (default: its own)"
     )
+    parser.add_argument(
+        "--kv-dtype", default=None, help="roleserve's memory.kv_cache_dtype (default: its own)"
+    )
     parser.add_argument("--prompt-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
