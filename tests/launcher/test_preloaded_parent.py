@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from launcher.entry import serves
 from launcher.preloaded_parent import preload_modules
 from launcher.role_list import ROLES
 
@@ -23,5 +24,32 @@ def test_every_preloaded_module_imports_without_a_published_configuration():
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     result = subprocess.run(
         [sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_console_script_starts_the_parent_only_for_a_command_line_that_serves():
+    assert serves([]) and serves(["--config", "cfg.yaml", "--set", "http.port=30001"])
+    for words in (
+        ["config", "show"],
+        ["roles", "inspect"],
+        ["model", "upcycle"],
+        ["cache", "ls"],
+        ["--help"],
+    ):
+        assert not serves(words), words
+
+
+def test_the_console_script_and_the_preload_import_little_before_they_start():
+    """The console script starts the parent before it imports the launcher (so the parent's imports run
+    beside the launcher's), and the scheduler's preload leaves the grammar engine to the first grammar."""
+    code = (
+        "import sys, launcher.entry\n"
+        "assert 'launcher.cli' not in sys.modules and 'torch' not in sys.modules, 'entry'\n"
+        "import roles.scheduler.process\n"
+        "assert 'llguidance' not in sys.modules, 'llguidance'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
     )
     assert result.returncode == 0, result.stderr

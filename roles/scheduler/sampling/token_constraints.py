@@ -18,13 +18,17 @@ for the client), found at its first token.
 
 from __future__ import annotations
 
+import functools
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import llguidance
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    import llguidance
 
 # Row b: the 8 biases of a mask byte b, lowest bit first (0 for an allowed token, -inf otherwise).
 _BYTE_BIASES = np.where(
@@ -34,10 +38,21 @@ _BYTE_BIASES = np.where(
 ).astype(np.float32)
 
 
-# Less lexer fuel than llguidance's default (1M): a pathological regex such as (a{1000}){1000} then fails
-# at its first mask after ~70 ms instead of holding the whole batch for over a second; schemas of a
-# thousand properties still fit. Errors name the problem without dumping the parser's state.
-_LIMITS = llguidance.LLParserLimits(initial_lexer_fuel=100_000, verbose_errors=False)
+@functools.cache
+def _llguidance():
+    """llguidance, imported at the first grammar: a scheduler that never sees one does not pay for the import
+    (about 80 ms of its start-up)."""
+    import llguidance
+
+    return llguidance
+
+
+@functools.cache
+def _limits() -> llguidance.LLParserLimits:
+    # Less lexer fuel than llguidance's default (1M): a pathological regex such as (a{1000}){1000} then fails
+    # at its first mask after ~70 ms instead of holding the whole batch for over a second; schemas of a
+    # thousand properties still fit. Errors name the problem without dumping the parser's state.
+    return _llguidance().LLParserLimits(initial_lexer_fuel=100_000, verbose_errors=False)
 
 
 @dataclass(frozen=True)
@@ -76,7 +91,7 @@ class TokenConstraints:
                 from roles.model_files.tokenizer_file import load_tokenizer
 
                 try:
-                    self._tokenizer = llguidance.LLTokenizer(
+                    self._tokenizer = _llguidance().LLTokenizer(
                         load_tokenizer(self.model_path).to_str(),
                         n_vocab=self.vocab_size,
                         eos_token=self.eos_token_ids or None,
@@ -93,7 +108,7 @@ class TokenConstraints:
 
     def matcher(self, grammar: str) -> llguidance.LLMatcher:
         """A fresh matcher for one request; ValueError if the grammar is unusable."""
-        matcher = llguidance.LLMatcher(self._ll_tokenizer(), grammar, log_level=0, limits=_LIMITS)
+        matcher = _llguidance().LLMatcher(self._ll_tokenizer(), grammar, log_level=0, limits=_limits())
         if matcher.is_error():
             raise ValueError(_failure(matcher))
         return matcher
@@ -139,7 +154,7 @@ def _fill_masks(rows: list[tuple[object, np.ndarray]]) -> None:
                 request.matcher = request.matcher.result()
             except Exception as error:
                 request.matcher = GrammarFailure(str(error))
-        if isinstance(request.matcher, llguidance.LLMatcher):
+        if not isinstance(request.matcher, GrammarFailure):  # settled: a matcher
             request.matcher.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
             if request.matcher.is_error():  # a limit reached while working out what may come next
                 request.matcher = GrammarFailure(_failure(request.matcher))
