@@ -30,8 +30,11 @@ def client(server):
     return server.openai_client(timeout_s=120)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def engine():
+    """Built for each test: an engine sets the kernels' activation dtype when it is built, and every test starts
+    from float32 (tests/kernel_gate.py), so one built for the module would run the later tests in float32
+    while the server runs its default."""
     return Engine(engine_config(model_path="smollm2", kv_cache_tokens=2048, max_running_requests=2))
 
 

@@ -19,6 +19,7 @@ for the client), found at its first token.
 from __future__ import annotations
 
 import functools
+import importlib
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,9 +43,7 @@ _BYTE_BIASES = np.where(
 def _llguidance():
     """llguidance, imported at the first grammar: a scheduler that never sees one does not pay for the import
     (about 80 ms of its start-up)."""
-    import llguidance
-
-    return llguidance
+    return importlib.import_module("llguidance")
 
 
 @functools.cache
