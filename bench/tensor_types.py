@@ -2,13 +2,14 @@
 decode step of one sequence) and at a batch of rows (a step of many sequences, a prefill chunk).
 
     .venv/bin/python bench/tensor_types.py [--rows 1 32] [--out 1536] [--threads 2] [--isa avx2 avx512]
-        [--activations float32 int16]
+        [--activations float32 int16 int8]
 
 The weight is (--out, in) with in = 1536 (a whole number of 256-weight blocks), random valid blocks. The
 best of 9 runs of 50 calls each, so a busy moment of a shared machine does not count. The reference line is
 float32 F.linear (torch's own matmul) on the dequantised weight, at the same shape. One table per kernel
 instruction-set path (--isa; default: every path this CPU has) and activation dtype (--activations:
-exec.activation_dtype, which acts on quantised types: below 16 rows in row kernels, from 16 in int16 tiles);
+exec.activation_dtype, which acts on quantised types: below 16 rows in int16 row kernels, from 16 in int16
+tiles, or int8 ones on the paths with AVX512_VNNI);
 2 x weights/ns is GFLOP/s.
 """
 
