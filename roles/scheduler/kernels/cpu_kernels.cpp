@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -188,18 +189,8 @@ void weigh_values(const float* p, int64_t stride, const KV* values, int64_t row_
         for (int c = 0; c < CB; ++c) _mm256_storeu_ps(out + g * d + column + 8 * c, acc[g][c]);
 }
 
-// Asks for the cache lines of n rows (row_stride apart, d elements each) ahead of their use: the rows of a
-// page for one KV head are strided and the next page is anywhere, which the hardware's prefetchers miss.
-template <typename KV>
-inline void prefetch_rows(const KV* rows, int64_t n, int64_t row_stride, int64_t d) {
-    for (int64_t t = 0; t < n; ++t)
-        for (int64_t byte = 0; byte < d * int64_t(sizeof(KV)); byte += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(rows + t * row_stride) + byte, _MM_HINT_T0);
-}
-
 // GB heads of one KV head over positions [t0, t1), page by page (one table lookup per page, consecutive rows
-// within it): their scores, then, once softmax has turned them into weights, the weighted values. Each
-// page's rows are prefetched while the page before is computed.
+// within it): their scores, then, once softmax has turned them into weights, the weighted values.
 template <typename KV, int GB>
 struct head_block {
     const int64_t* table;
@@ -209,16 +200,10 @@ struct head_block {
         return head + (table[position / page] * page + position % page) * row_stride;
     }
 
-    void prefetch_next(const KV* head, int64_t next, int64_t t1) const {
-        if (next < t1) prefetch_rows(rows_at(head, next), std::min(page - next % page, t1 - next), row_stride, d);
-    }
-
     void scores(const float* q, const KV* k_head, int64_t t0, int64_t t1, float scale, float* scores,
                 int64_t stride) const {
-        prefetch_next(k_head, t0, t1);
         for (int64_t start = t0; start < t1;) {
             const int64_t rows = std::min(page - start % page, t1 - start);
-            prefetch_next(k_head, start + rows, t1);
             score_keys<KV, GB>(q, d, rows_at(k_head, start), row_stride, rows, scale, scores + start, stride);
             start += rows;
         }
@@ -233,16 +218,28 @@ struct head_block {
     template <int CB>
     void one_width(const float* p, int64_t stride, const KV* v_head, int64_t t0, int64_t t1, int64_t column,
                    float* out) const {
-        if (column == 0) prefetch_next(v_head, t0, t1);
         for (int64_t start = t0; start < t1;) {
             const int64_t rows = std::min(page - start % page, t1 - start);
-            if (column == 0) prefetch_next(v_head, start + rows, t1);
             weigh_values<KV, GB, CB>(p + start, stride, rows_at(v_head, start), row_stride, rows, column, out, d,
                                      start != t0);
             start += rows;
         }
     }
 };
+
+// fn(g, GB) for the query heads g .. g + GB - 1 of a KV head's group, in blocks of up to 3 (GB a
+// std::integral_constant, so each block size is its own instance of the kernels).
+template <typename Fn>
+inline void for_head_blocks(int64_t group, Fn fn) {
+    for (int64_t g = 0; g < group; g += 3) {
+        if (group - g >= 3)
+            fn(g, std::integral_constant<int, 3>{});
+        else if (group - g == 2)
+            fn(g, std::integral_constant<int, 2>{});
+        else
+            fn(g, std::integral_constant<int, 1>{});
+    }
+}
 
 // The G query heads that share one KV head of one sequence, against its cached keys/values at positions
 // [t0, t1) (this step's K/V already written), in blocks of up to 3 heads that each fetch a K/V row once.
@@ -260,22 +257,17 @@ void attend_kv_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq
     const float scale = 1.0f / std::sqrt(float(d));
     const KV* k_head = k_cache + kv_head * d;
     const KV* v_head = v_cache + kv_head * d;
+    const head_block<KV, 1> rows{table, page, row_stride, d};  // the generic path's row lookups
     if (d % 8 != 0) {  // generic path
         for (int64_t t = t0; t < t1; ++t) {
-            const KV* key = k_head + (table[t / page] * page + t % page) * row_stride;
+            const KV* key = rows.rows_at(k_head, t);
             for (int64_t g = 0; g < group; ++g) scores[g * length + t] = kv_dot(q + g * d, key, d) * scale;
         }
     } else {
-        for (int64_t g = 0; g < group; g += 3) {
-            const float* qg = q + g * d;
-            float* sg = scores + g * length;
-            if (group - g >= 3)
-                head_block<KV, 3>{table, page, row_stride, d}.scores(qg, k_head, t0, t1, scale, sg, length);
-            else if (group - g == 2)
-                head_block<KV, 2>{table, page, row_stride, d}.scores(qg, k_head, t0, t1, scale, sg, length);
-            else
-                head_block<KV, 1>{table, page, row_stride, d}.scores(qg, k_head, t0, t1, scale, sg, length);
-        }
+        for_head_blocks(group, [&](int64_t g, auto gb) {
+            head_block<KV, decltype(gb)::value>{table, page, row_stride, d}.scores(q + g * d, k_head, t0, t1, scale,
+                                                                    scores + g * length, length);
+        });
     }
     for (int64_t g = 0; g < group; ++g) {
         float* row = scores + g * length + t0;
@@ -292,22 +284,16 @@ void attend_kv_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq
             float* o = out + g * d;
             std::memset(o, 0, sizeof(float) * d);
             for (int64_t t = t0; t < t1; ++t) {
-                const KV* value = v_head + (table[t / page] * page + t % page) * row_stride;
+                const KV* value = rows.rows_at(v_head, t);
                 for (int64_t i = 0; i < d; ++i) o[i] += scores[g * length + t] * kv_load1(value + i);
             }
         }
         return;
     }
-    for (int64_t g = 0; g < group; g += 3) {
-        const float* pg = scores + g * length;
-        float* og = out + g * d;
-        if (group - g >= 3)
-            head_block<KV, 3>{table, page, row_stride, d}.values(pg, length, v_head, t0, t1, og);
-        else if (group - g == 2)
-            head_block<KV, 2>{table, page, row_stride, d}.values(pg, length, v_head, t0, t1, og);
-        else
-            head_block<KV, 1>{table, page, row_stride, d}.values(pg, length, v_head, t0, t1, og);
-    }
+    for_head_blocks(group, [&](int64_t g, auto gb) {
+        head_block<KV, decltype(gb)::value>{table, page, row_stride, d}.values(scores + g * length, length, v_head, t0, t1,
+                                                                out + g * d);
+    });
 }
 
 // One query head's output from its parts' unnormalised outputs (d floats each, d_stride apart) and stats.

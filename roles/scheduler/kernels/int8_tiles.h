@@ -95,8 +95,8 @@ static RS_ALWAYS_INLINE void rs_int8_tile(const rs_int8_panel& panel, int64_t gr
     constexpr int HALF = RS_TILE_QUADS / 2;
     const uint8_t* rows[M];
     for (int m = 0; m < M; ++m) rows[m] = x.q8 + (first + m) * k;
-    __m512 acc[M];
-    for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
+    rs_cols_f acc[M];  // the AVX-512 paths' 16 columns (RS_INT16_ZMM, which every RS_INT16_VNNI path sets)
+    for (int m = 0; m < M; ++m) acc[m] = rs_cols_zero_f();
     for (int64_t g = 0; g < groups; ++g) {
         const int32_t* codes = panel.codes + g * RS_TILE_QUADS * RS_TILE_COLUMNS;
         for (int h = 0; h < (HALF_SCALES ? 2 : 1); ++h) {
@@ -113,25 +113,12 @@ static RS_ALWAYS_INLINE void rs_int8_tile(const rs_int8_panel& panel, int64_t gr
                     sums[m] = _mm512_dpbusd_epi32(sums[m], _mm512_set1_epi32(quad), w);
                 }
             }
-            const __m512 scale = _mm512_loadu_ps(panel.scale + (g * 2 + h) * RS_TILE_COLUMNS);
-            for (int m = 0; m < M; ++m) {
-                const float step = x.scale[(first + m) * (k / RS_GROUP) + g];
-                acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[m]), _mm512_mul_ps(scale, _mm512_set1_ps(step)), acc[m]);
-            }
+            rs_tile_scale<M>(acc, sums, panel.scale + (g * 2 + h) * RS_TILE_COLUMNS, x, first, k, g);
         }
-        if constexpr (OFFSETS) {
-            for (int h = 0; h < (HALF_SCALES ? 2 : 1); ++h) {
-                const __m512 offset = _mm512_loadu_ps(panel.offset + (g * 2 + h) * RS_TILE_COLUMNS);
-                for (int m = 0; m < M; ++m) {
-                    const float* row_sums = x.sums + (first + m) * (k / 16) + 2 * g;
-                    const float sum = HALF_SCALES ? row_sums[h] : row_sums[0] + row_sums[1];
-                    acc[m] = _mm512_fmadd_ps(offset, _mm512_set1_ps(sum), acc[m]);
-                }
-            }
-        }
+        if constexpr (OFFSETS) rs_tile_offsets<M, HALF_SCALES>(acc, panel.offset + g * 2 * RS_TILE_COLUMNS, x, first, k, g);
         for (int m = 0; m < M; ++m) rows[m] += RS_GROUP;
     }
-    for (int m = 0; m < M; ++m) _mm512_storeu_ps(tile + m * RS_TILE_COLUMNS, acc[m]);
+    for (int m = 0; m < M; ++m) rs_cols_store(tile + m * RS_TILE_COLUMNS, acc[m]);
 }
 
 // m (at most M) rows from `first` against the whole panel, into tile.
