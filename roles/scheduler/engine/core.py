@@ -107,9 +107,7 @@ class Engine:
         self.model, self.shape = model_and_shape
         self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
         num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
-        if config.kv_cache_dtype not in ("float32", "float16"):
-            raise ValueError(f"kv_cache_dtype must be float32 or float16; got {config.kv_cache_dtype!r}")
-        self.kv_groups = build_kv_groups(self.shape, config, getattr(torch, config.kv_cache_dtype))
+        self.kv_groups = build_kv_groups(self.shape, config)
         pools = [group.kv for group in self.kv_groups]
         self.kv_cache = pools[0] if len(pools) == 1 else GroupedKVCache(pools)
         self.prefix_cache = self.kv_groups[0].cache  # counts each request's prefix hit

@@ -70,9 +70,15 @@ def group_num_pages(
     return min(configured_pages, needed)
 
 
-def build_kv_groups(shape: ModelShape, config, dtype: torch.dtype = torch.float32) -> list[KVGroup]:
-    """The attention groups of a model with their pools of ``dtype``, sized from an EngineConfig's KV
-    budget."""
+KV_DTYPES = {"float32": torch.float32, "float16": torch.float16}  # memory.kv_cache_dtype
+
+
+def build_kv_groups(shape: ModelShape, config) -> list[KVGroup]:
+    """The attention groups of a model with their pools, sized from an EngineConfig's KV budget and of its
+    kv_cache_dtype."""
+    if config.kv_cache_dtype not in KV_DTYPES:
+        raise ValueError(f"kv_cache_dtype must be float32 or float16; got {config.kv_cache_dtype!r}")
+    dtype = KV_DTYPES[config.kv_cache_dtype]
     configured_pages = config.kv_cache_tokens // config.page_size
     groups = []
     for window, layers in attention_groups(shape):
