@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "block_layout.h"
+#include "packed_layout.h"
 
 extern "C" {
 struct rs_linear;
@@ -69,7 +70,7 @@ int selected = widest();
 
 extern "C" {
 
-int rs_kernels_abi_version() { return 8; }
+int rs_kernels_abi_version() { return 9; }
 
 // Read by every path's linears (linear_kernels.h).
 int rs_activations_int16 = 0;
@@ -84,6 +85,14 @@ int rs_type_supported(int32_t type) {
     int weights, bytes;
     rs_block_layout(type, &weights, &bytes);
     return weights > 0;
+}
+
+// Rows [0, rows / 16 * 16) of a part of type `type` (row_bytes apart at data) repacked into out, as many bytes
+// (packed_layout.h): the number of rows packed, or 0 when the kernels take this type only as the file has it.
+int64_t rs_pack_rows(int32_t type, int64_t rows, int64_t row_bytes, const uint8_t* data, uint8_t* out) {
+    if (!rs_type_packs(type) || rows < RS_PACKED_COLUMNS) return 0;
+    rs_repack_rows(int(type), rows, row_bytes, data, out);
+    return rows / RS_PACKED_COLUMNS * RS_PACKED_COLUMNS;
 }
 
 int rs_isa_count() { return RS_ISA_COUNT; }

@@ -15,7 +15,7 @@ import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
-ABI_VERSION = 8
+ABI_VERSION = 9
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
@@ -31,6 +31,7 @@ class RsPart(ctypes.Structure):
         ("rows", ctypes.c_int32),
         ("row_bytes", ctypes.c_int64),
         ("data", _ptr),
+        ("packed", _ptr),  # its whole tiles of 16 rows repacked (packed_rows), or null
     ]
 
 
@@ -126,6 +127,8 @@ def _load() -> tuple[ctypes.CDLL | None, str | None]:
     lib.rs_weight_rows.restype = None
     lib.rs_decode_step.argtypes = [ctypes.POINTER(RsModel), ctypes.POINTER(RsDecodeBatch), ctypes.c_int32]
     lib.rs_decode_step.restype = ctypes.c_int
+    lib.rs_pack_rows.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, _ptr, _ptr]
+    lib.rs_pack_rows.restype = ctypes.c_int64
     lib.rs_type_supported.argtypes = [ctypes.c_int32]
     lib.rs_type_supported.restype = ctypes.c_int
     for name in ("rs_isa_available", "rs_select_isa"):
@@ -150,15 +153,37 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def linear_view(parts: list[tuple[int, torch.Tensor]], in_features: int) -> RsLinear:
+def linear_view(
+    parts: list[tuple[int, torch.Tensor]],
+    in_features: int,
+    packed: list[torch.Tensor | None] | None = None,
+) -> RsLinear:
     """The C view of a weight whose output rows are ``parts``: (ggml type id, (rows, row bytes) uint8 blocks),
-    stacked in order. The tensors must outlive the view."""
+    stacked in order, and per part its packed_rows or None. The tensors must outlive the view."""
     if not 0 < len(parts) <= MAX_PARTS:
         raise ValueError(f"a kernel linear has 1 to {MAX_PARTS} parts; got {len(parts)}")
     view = RsLinear(sum(blocks.shape[0] for _, blocks in parts), in_features, len(parts), 0)
     for index, (type_id, blocks) in enumerate(parts):
-        view.parts[index] = RsPart(type_id, blocks.shape[0], blocks.stride(0), blocks.data_ptr())
+        tiles = packed[index] if packed is not None else None
+        view.parts[index] = RsPart(
+            type_id,
+            blocks.shape[0],
+            blocks.stride(0),
+            blocks.data_ptr(),
+            None if tiles is None else tiles.data_ptr(),
+        )
     return view
+
+
+def packed_rows(type_id: int, blocks: torch.Tensor) -> torch.Tensor | None:
+    """A part's whole tiles of 16 rows repacked for calls of few rows with integer activations (packed_layout.h:
+    the same bytes, column by column), or None for a type the kernels take only as the file stores it."""
+    rows = blocks.shape[0]
+    if rows < 16 or not blocks.is_contiguous():
+        return None
+    out = torch.empty(rows // 16 * 16, blocks.shape[1], dtype=torch.uint8)
+    done = library().rs_pack_rows(type_id, rows, blocks.stride(0), blocks.data_ptr(), out.data_ptr())
+    return out if done else None
 
 
 def supports_type(type_id: int) -> bool:

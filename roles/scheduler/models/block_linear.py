@@ -29,6 +29,9 @@ class BlockLinear(nn.Module):
         for index, blocks in enumerate(parts):
             self.register_buffer(f"blocks_{index}", blocks)
         self._view: native.RsLinear | None = None
+        # Per part its whole tiles repacked for calls of few rows (native.packed_rows), made when the view is
+        # first built with integer activations on; None for a part whose type has no packed form.
+        self._packed: list[torch.Tensor | None] | None = None
 
     @classmethod
     def empty(cls, in_features: int, part_types: list[int], part_rows: list[int]) -> BlockLinear:
@@ -42,12 +45,23 @@ class BlockLinear(nn.Module):
         return [getattr(self, f"blocks_{index}") for index in range(len(self.part_types))]
 
     def kernel_view(self) -> native.RsLinear:
-        """The C view of the buffers; rebuilt if they were replaced (e.g. by shared-memory tensors)."""
+        """The C view of the buffers; rebuilt if they were replaced (e.g. by shared-memory tensors), and once
+        integer activations are on, with the packed tiles that calls of few rows read."""
         parts = self._parts()
         view = self._view
-        if view is None or any(view.parts[i].data != blocks.data_ptr() for i, blocks in enumerate(parts)):
+        pack = self._packed is None and native.activation_dtype() != "float32"
+        if pack:
+            self._packed = [
+                native.packed_rows(type_id, blocks)
+                for type_id, blocks in zip(self.part_types, parts, strict=True)
+            ]
+        if (
+            pack
+            or view is None
+            or any(view.parts[i].data != blocks.data_ptr() for i, blocks in enumerate(parts))
+        ):
             view = self._view = native.linear_view(
-                list(zip(self.part_types, parts, strict=True)), self.in_features
+                list(zip(self.part_types, parts, strict=True)), self.in_features, self._packed
             )
         return view
 

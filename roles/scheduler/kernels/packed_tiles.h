@@ -1,0 +1,141 @@
+// Linears with int16 activations over repacked weights (packed_layout.h): a work item whose 16 output rows
+// are a packed tile multiplies each row's int16 form (int16_rows.h) with the tile's codes, every register
+// lane an output column, in calls of any number of rows (int8 activations: of fewer than RS_INT16_MAX_ROWS). A chunk of codes is
+// loaded once; a shift and a mask (Q8_0: shifts) give two neighbouring codes of every column as int16, and
+// one vpmaddwd (vpdpwssd with VNNI) takes their products with two inputs of a row, broadcast: 16 columns'
+// products a 512-bit instruction, where the row kernels widen one row's codes and sum across lanes at the
+// end, and where the int16 tiles (int16_tiles.h) decode a panel of the work item's codes for every call.
+// Per group and row, one float multiply-add applies the columns' scales times the row's step, then the
+// offsets meet the float sums of the unrounded inputs: the int16 tiles' arithmetic in the same order, so a
+// row's outputs have the same bits whatever the number of rows in its call.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "int16_tiles.h"
+#include "packed_layout.h"
+
+// The registers of packed codes: 16 columns' words on the AVX-512 paths, 8 on avx2 (rs_cols_*).
+#ifdef RS_INT16_ZMM
+static RS_ALWAYS_INLINE __m512i rs_cols_load_i(const uint8_t* p) { return _mm512_loadu_si512(p); }
+static RS_ALWAYS_INLINE __m512 rs_cols_halves(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+static RS_ALWAYS_INLINE __m512i rs_cols_nibble_pair(__m512i words, int i) {
+    return _mm512_and_si512(_mm512_srli_epi32(words, 4 * i), _mm512_set1_epi32(0x000F000F));
+}
+static RS_ALWAYS_INLINE __m512i rs_cols_sub8(__m512i pair) { return _mm512_sub_epi16(pair, _mm512_set1_epi16(8)); }
+static RS_ALWAYS_INLINE __m512i rs_cols_low_bytes(__m512i words) {
+    return _mm512_srai_epi16(_mm512_slli_epi16(words, 8), 8);
+}
+static RS_ALWAYS_INLINE __m512i rs_cols_high_bytes(__m512i words) { return _mm512_srai_epi16(words, 8); }
+static RS_ALWAYS_INLINE __m512i rs_cols_madd_pair(__m512i acc, __m512i codes, const int16_t* x) {
+    int32_t pair;
+    std::memcpy(&pair, x, 4);
+#ifdef RS_INT16_VNNI
+    return _mm512_dpwssd_epi32(acc, codes, _mm512_set1_epi32(pair));
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(codes, _mm512_set1_epi32(pair)));
+#endif
+}
+#else
+static RS_ALWAYS_INLINE __m256i rs_cols_load_i(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+static RS_ALWAYS_INLINE __m256 rs_cols_halves(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+static RS_ALWAYS_INLINE __m256i rs_cols_nibble_pair(__m256i words, int i) {
+    return _mm256_and_si256(_mm256_srli_epi32(words, 4 * i), _mm256_set1_epi32(0x000F000F));
+}
+static RS_ALWAYS_INLINE __m256i rs_cols_sub8(__m256i pair) { return _mm256_sub_epi16(pair, _mm256_set1_epi16(8)); }
+static RS_ALWAYS_INLINE __m256i rs_cols_low_bytes(__m256i words) {
+    return _mm256_srai_epi16(_mm256_slli_epi16(words, 8), 8);
+}
+static RS_ALWAYS_INLINE __m256i rs_cols_high_bytes(__m256i words) { return _mm256_srai_epi16(words, 8); }
+static RS_ALWAYS_INLINE __m256i rs_cols_madd_pair(__m256i acc, __m256i codes, const int16_t* x) {
+    int32_t pair;
+    std::memcpy(&pair, x, 4);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(codes, _mm256_set1_epi32(pair)));
+}
+#endif
+
+// out[m, lane + c] for M quantised rows from `first` and the packed tile's columns [lane, lane + RS_TILE_LANES).
+template <int TYPE, int M>
+static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups, int lane, const rs_int16_rows& x,
+                                            int64_t first, int64_t k, float* out, int64_t ldo) {
+    constexpr int SCALES = TYPE == RS_Q4_1 ? 2 : 1;
+    constexpr int GROUP_BYTES = RS_PACKED_COLUMNS * (TYPE == RS_Q8_0 ? 34 : TYPE == RS_Q4_1 ? 20 : 18);
+    constexpr int CHUNK = RS_PACKED_COLUMNS * 4;  // bytes of one chunk of words
+    const int16_t* rows[M];
+    for (int m = 0; m < M; ++m) rows[m] = x.q + (first + m) * k;
+    rs_cols_f acc[M];
+    for (int m = 0; m < M; ++m) acc[m] = rs_cols_zero_f();
+    for (int64_t g = 0; g < groups; ++g) {
+        const uint8_t* group = tile + g * GROUP_BYTES;
+        const uint8_t* codes = group + SCALES * 2 * RS_PACKED_COLUMNS + lane * 4;
+        rs_cols_i sums[M];
+        for (int m = 0; m < M; ++m) sums[m] = rs_cols_zero_i();
+        if constexpr (TYPE == RS_Q8_0) {
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; ++t) {
+                const rs_cols_i words = rs_cols_load_i(codes + t * CHUNK);
+                const rs_cols_i low = rs_cols_low_bytes(words), high = rs_cols_high_bytes(words);
+                for (int m = 0; m < M; ++m) {
+                    sums[m] = rs_cols_madd_pair(sums[m], low, rows[m] + 4 * t);
+                    sums[m] = rs_cols_madd_pair(sums[m], high, rows[m] + 4 * t + 2);
+                }
+            }
+        } else {
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; ++t) {
+                const rs_cols_i words = rs_cols_load_i(codes + t * CHUNK);
+#pragma GCC unroll 4
+                for (int i = 0; i < 4; ++i) {
+                    rs_cols_i pair = rs_cols_nibble_pair(words, i);
+                    if constexpr (TYPE == RS_Q4_0) pair = rs_cols_sub8(pair);
+                    for (int m = 0; m < M; ++m) sums[m] = rs_cols_madd_pair(sums[m], pair, rows[m] + 8 * t + 2 * i);
+                }
+            }
+        }
+        const rs_cols_f columns = rs_cols_halves(group + lane * 2);
+        for (int m = 0; m < M; ++m) {
+            const float step = x.scale[(first + m) * (k / RS_GROUP) + g];
+            acc[m] = rs_cols_fmadd(rs_cols_float(sums[m]), rs_cols_mul(columns, rs_cols_set1(step)), acc[m]);
+        }
+        if constexpr (TYPE == RS_Q4_1) {
+            const rs_cols_f mins = rs_cols_halves(group + (RS_PACKED_COLUMNS + lane) * 2);
+            for (int m = 0; m < M; ++m) {
+                const float* row_sums = x.sums + (first + m) * (k / 16) + 2 * g;
+                acc[m] = rs_cols_fmadd(mins, rs_cols_set1(row_sums[0] + row_sums[1]), acc[m]);
+            }
+        }
+        for (int m = 0; m < M; ++m) rows[m] += RS_GROUP;
+    }
+    for (int m = 0; m < M; ++m) rs_cols_store(out + (first + m) * ldo + lane, acc[m]);
+}
+
+// m (at most M) rows from `first` against the whole tile.
+template <int TYPE, int M>
+static void rs_packed_tile_rows(const uint8_t* tile, int64_t groups, const rs_int16_rows& x, int64_t first, int64_t m,
+                                int64_t k, float* out, int64_t ldo) {
+    if constexpr (M > 1) {
+        if (m < M) return rs_packed_tile_rows<TYPE, M - 1>(tile, groups, x, first, m, k, out, ldo);
+    }
+    for (int lane = 0; lane < RS_PACKED_COLUMNS; lane += RS_TILE_LANES)
+        rs_packed_tile<TYPE, M>(tile, groups, lane, x, first, k, out, ldo);
+}
+
+// Every one of `rows` quantised rows against the packed tile of part rows [n0, n0 + 16); out points at the
+// part's first column.
+template <int TYPE>
+static void rs_linear_packed(const rs_part& p, int64_t n0, const rs_int16_rows& x, int64_t rows, int64_t k, float* out,
+                             int64_t ldo) {
+    const uint8_t* tile = p.packed + n0 * p.row_bytes;
+    for (int64_t r = 0; r < rows; r += RS_TILE_ROWS) {
+        const int64_t m = rows - r < RS_TILE_ROWS ? rows - r : RS_TILE_ROWS;
+        rs_packed_tile_rows<TYPE, RS_TILE_ROWS>(tile, k / RS_GROUP, x, r, m, k, out + n0, ldo);
+    }
+}
