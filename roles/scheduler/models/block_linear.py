@@ -14,6 +14,7 @@ from torch import nn
 
 from roles.model_files.tensor_types import BY_ID
 from roles.scheduler.kernels import native
+from roles.scheduler.models.file_pages import drop_file_pages
 from roles.scheduler.models.placeholders import meta
 
 
@@ -64,6 +65,16 @@ class BlockLinear(nn.Module):
                 list(zip(self.part_types, parts, strict=True)), self.in_features, self._packed
             )
         return view
+
+    def drop_packed_file_pages(self, spans: list[tuple[int, int]]) -> int:
+        """Gives back the file's pages of the rows the packed tiles hold (file_pages.drop_file_pages over
+        ``spans``, file_pages.file_backed_spans): the bytes dropped."""
+        packed = self._packed or []
+        return sum(
+            drop_file_pages(blocks[: tiles.shape[0]], spans)
+            for blocks, tiles in zip(self._parts(), packed, strict=True)
+            if tiles is not None
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).to(torch.float32).contiguous()
