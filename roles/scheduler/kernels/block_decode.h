@@ -195,20 +195,6 @@ static inline __m256 rs_scaled_u8x8(const uint8_t* p, float d) {
     return _mm256_mul_ps(_mm256_cvtepi32_ps(rs_load_u8x8(p)), _mm256_set1_ps(d));
 }
 
-// The six-bit scales and mins of a Q4_K / Q5_K block's 12 packed bytes, as two runs of 8 bytes:
-// out[0..7] the scales of sub-blocks 0..7, out[8..15] their mins (llama.cpp's unpacking, on 32-bit words).
-static inline void rs_unpack_k4_scales(const uint8_t* packed, uint8_t out[16]) {
-    uint32_t w[4];
-    std::memcpy(w, packed, 12);
-    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
-    w[3] = ((w[2] >> 4) & low4) | (((w[1] >> 6) & top2) << 4);
-    const uint32_t mins_low = w[1] & low6;
-    w[1] = (w[2] & low4) | (((w[0] >> 6) & top2) << 4);
-    w[2] = mins_low;
-    w[0] &= low6;
-    std::memcpy(out, w, 16);
-}
-
 // The 256-weight types: eight groups a block, their scales (and mins) decoded once in begin. Types whose
 // scales cover 16 weights keep two per group: [2j] for its first 16 weights, [2j + 1] for the rest.
 template <>

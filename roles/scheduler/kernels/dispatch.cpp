@@ -87,12 +87,13 @@ int rs_type_supported(int32_t type) {
     return weights > 0;
 }
 
-// Rows [0, rows / 16 * 16) of a part of type `type` (row_bytes apart at data) repacked into out, as many bytes
-// (packed_layout.h): the number of rows packed, or 0 when the kernels take this type only as the file has it.
-int64_t rs_pack_rows(int32_t type, int64_t rows, int64_t row_bytes, const uint8_t* data, uint8_t* out) {
-    if (!rs_type_packs(type) || rows < RS_PACKED_COLUMNS) return 0;
-    rs_repack_rows(int(type), rows, row_bytes, data, out);
-    return rows / RS_PACKED_COLUMNS * RS_PACKED_COLUMNS;
+// Bytes of the packed tiles of a part of type `type` (rows of row_bytes; packed_layout.h): 0 when the kernels
+// take this type only as the file has it, or the part has no whole tile.
+int64_t rs_packed_bytes(int32_t type, int64_t rows, int64_t row_bytes) { return rs_packed_size(int(type), rows, row_bytes); }
+
+// Rows [0, rows / 16 * 16) of such a part (row_bytes apart at data) repacked into out (rs_packed_bytes of them).
+void rs_pack_rows(int32_t type, int64_t rows, int64_t row_bytes, const uint8_t* data, uint8_t* out) {
+    if (rs_packed_size(int(type), rows, row_bytes) > 0) rs_repack_rows(int(type), rows, row_bytes, data, out);
 }
 
 int rs_isa_count() { return RS_ISA_COUNT; }

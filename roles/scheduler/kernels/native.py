@@ -127,8 +127,10 @@ def _load() -> tuple[ctypes.CDLL | None, str | None]:
     lib.rs_weight_rows.restype = None
     lib.rs_decode_step.argtypes = [ctypes.POINTER(RsModel), ctypes.POINTER(RsDecodeBatch), ctypes.c_int32]
     lib.rs_decode_step.restype = ctypes.c_int
+    lib.rs_packed_bytes.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64]
+    lib.rs_packed_bytes.restype = ctypes.c_int64
     lib.rs_pack_rows.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, _ptr, _ptr]
-    lib.rs_pack_rows.restype = ctypes.c_int64
+    lib.rs_pack_rows.restype = None
     lib.rs_type_supported.argtypes = [ctypes.c_int32]
     lib.rs_type_supported.restype = ctypes.c_int
     for name in ("rs_isa_available", "rs_select_isa"):
@@ -176,14 +178,16 @@ def linear_view(
 
 
 def packed_rows(type_id: int, blocks: torch.Tensor) -> torch.Tensor | None:
-    """A part's whole tiles of 16 rows repacked for calls of few rows with integer activations (packed_layout.h:
-    the same bytes, column by column), or None for a type the kernels take only as the file stores it."""
-    rows = blocks.shape[0]
-    if rows < 16 or not blocks.is_contiguous():
+    """A part's whole tiles of 16 rows repacked for linears with int16 activations (packed_layout.h: the
+    blocks' codes and scales column by column), as bytes; None for a type the kernels take only as the file
+    stores it, or a part of fewer than 16 rows."""
+    lib = library()
+    size = lib.rs_packed_bytes(type_id, blocks.shape[0], blocks.shape[1]) if blocks.is_contiguous() else 0
+    if size == 0:
         return None
-    out = torch.empty(rows // 16 * 16, blocks.shape[1], dtype=torch.uint8)
-    done = library().rs_pack_rows(type_id, rows, blocks.stride(0), blocks.data_ptr(), out.data_ptr())
-    return out if done else None
+    out = torch.empty(size, dtype=torch.uint8)
+    lib.rs_pack_rows(type_id, blocks.shape[0], blocks.stride(0), blocks.data_ptr(), out.data_ptr())
+    return out
 
 
 def supports_type(type_id: int) -> bool:

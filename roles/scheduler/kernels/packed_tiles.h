@@ -62,23 +62,28 @@ static RS_ALWAYS_INLINE __m256i rs_cols_madd_pair(__m256i acc, __m256i codes, co
 }
 #endif
 
+// The columns' scales (or offsets) at p: half floats, or float32 for Q4_K.
+template <int TYPE>
+static RS_ALWAYS_INLINE rs_cols_f rs_packed_columns(const uint8_t* p) {
+    if constexpr (rs_packed_scale_bytes(TYPE) == 4) return rs_cols_load(reinterpret_cast<const float*>(p));
+    else return rs_cols_halves(p);
+}
+
 // out[m, lane + c] for M quantised rows from `first` and the packed tile's columns [lane, lane + RS_TILE_LANES).
 template <int TYPE, int M>
 static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups, int lane, const rs_int16_rows& x,
                                             int64_t first, int64_t k, float* out, int64_t ldo) {
-    constexpr int SCALES = TYPE == RS_Q4_1 ? 2 : 1;
-    constexpr int GROUP_BYTES = RS_PACKED_COLUMNS * (TYPE == RS_Q8_0 ? 34 : TYPE == RS_Q4_1 ? 20 : 18);
-    constexpr int CHUNK = RS_PACKED_COLUMNS * 4;  // bytes of one chunk of words
+    constexpr int SCALE = rs_packed_scale_bytes(TYPE), CHUNK = RS_PACKED_COLUMNS * 4;  // bytes of a chunk of words
     const int16_t* rows[M];
     for (int m = 0; m < M; ++m) rows[m] = x.q + (first + m) * k;
     rs_cols_f acc[M];
     for (int m = 0; m < M; ++m) acc[m] = rs_cols_zero_f();
     for (int64_t g = 0; g < groups; ++g) {
-        const uint8_t* group = tile + g * GROUP_BYTES;
-        const uint8_t* codes = group + SCALES * 2 * RS_PACKED_COLUMNS + lane * 4;
+        const uint8_t* group = tile + g * rs_packed_group_bytes(TYPE);
+        const uint8_t* codes = group + rs_packed_codes_at(TYPE) + lane * 4;
         rs_cols_i sums[M];
         for (int m = 0; m < M; ++m) sums[m] = rs_cols_zero_i();
-        if constexpr (TYPE == RS_Q8_0) {
+        if constexpr (!rs_packed_nibbles(TYPE)) {
 #pragma GCC unroll 8
             for (int t = 0; t < 8; ++t) {
                 const rs_cols_i words = rs_cols_load_i(codes + t * CHUNK);
@@ -100,16 +105,16 @@ static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups,
                 }
             }
         }
-        const rs_cols_f columns = rs_cols_halves(group + lane * 2);
+        const rs_cols_f columns = rs_packed_columns<TYPE>(group + lane * SCALE);
         for (int m = 0; m < M; ++m) {
             const float step = x.scale[(first + m) * (k / RS_GROUP) + g];
             acc[m] = rs_cols_fmadd(rs_cols_float(sums[m]), rs_cols_mul(columns, rs_cols_set1(step)), acc[m]);
         }
-        if constexpr (TYPE == RS_Q4_1) {
-            const rs_cols_f mins = rs_cols_halves(group + (RS_PACKED_COLUMNS + lane) * 2);
+        if constexpr (rs_packed_offsets(TYPE)) {
+            const rs_cols_f offsets = rs_packed_columns<TYPE>(group + (RS_PACKED_COLUMNS + lane) * SCALE);
             for (int m = 0; m < M; ++m) {
                 const float* row_sums = x.sums + (first + m) * (k / 16) + 2 * g;
-                acc[m] = rs_cols_fmadd(mins, rs_cols_set1(row_sums[0] + row_sums[1]), acc[m]);
+                acc[m] = rs_cols_fmadd(offsets, rs_cols_set1(row_sums[0] + row_sums[1]), acc[m]);
             }
         }
         for (int m = 0; m < M; ++m) rows[m] += RS_GROUP;
@@ -133,9 +138,10 @@ static void rs_packed_tile_rows(const uint8_t* tile, int64_t groups, const rs_in
 template <int TYPE>
 static void rs_linear_packed(const rs_part& p, int64_t n0, const rs_int16_rows& x, int64_t rows, int64_t k, float* out,
                              int64_t ldo) {
-    const uint8_t* tile = p.packed + n0 * p.row_bytes;
+    const int64_t groups = k / RS_GROUP;
+    const uint8_t* tile = p.packed + n0 / RS_PACKED_COLUMNS * groups * rs_packed_group_bytes(TYPE);
     for (int64_t r = 0; r < rows; r += RS_TILE_ROWS) {
         const int64_t m = rows - r < RS_TILE_ROWS ? rows - r : RS_TILE_ROWS;
-        rs_packed_tile_rows<TYPE, RS_TILE_ROWS>(tile, k / RS_GROUP, x, r, m, k, out + n0, ldo);
+        rs_packed_tile_rows<TYPE, RS_TILE_ROWS>(tile, groups, x, r, m, k, out + n0, ldo);
     }
 }

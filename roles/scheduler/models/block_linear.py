@@ -71,7 +71,7 @@ class BlockLinear(nn.Module):
         ``spans``, file_pages.file_backed_spans): the bytes dropped."""
         packed = self._packed or []
         return sum(
-            drop_file_pages(blocks[: tiles.shape[0]], spans)
+            drop_file_pages(blocks[: blocks.shape[0] // 16 * 16], spans)
             for blocks, tiles in zip(self._parts(), packed, strict=True)
             if tiles is not None
         )

@@ -1,8 +1,8 @@
-"""Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1 or Q8_0 part's whole tiles of 16 rows repacked
-column by column, which calls of any number of rows read with int16 activations (int8: below 16 rows).
+"""Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1, Q8_0 or Q4_K part's whole tiles of 16 rows
+repacked column by column, which calls of any number of rows read with int16 activations (int8: below 16).
 
-- the packed bytes hold what packed_layout.h says: read back by that description, every code and scale of
-  the file's blocks, in as many bytes;
+- the packed bytes hold what packed_layout.h says: read back by that description, every code of the file's
+  blocks, and their scales (Q4_K: each group's scale and offset as the gguf package dequantises them);
 - a row's outputs have the same bits in calls of 1 to 33 rows, and the same bits as the int16 tiles
   (int16_tiles.h) give from the file's blocks, on every instruction-set path: the two kernels do the same
   arithmetic in the same order; columns past the last whole tile (the row kernels below 16 rows) are left
@@ -15,9 +15,11 @@ the packed tiles for rows 0-31.
 
 from __future__ import annotations
 
+import gguf
 import numpy as np
 import pytest
 import torch
+from gguf.quants import dequantize
 
 from roles.model_files.tensor_types import BY_NAME
 from roles.scheduler.kernels import native
@@ -27,34 +29,58 @@ from tests.random_blocks import random_rows
 
 pytestmark = needs_kernels
 
-PACKED = ("Q4_0", "Q4_1", "Q8_0")
+PACKED = ("Q4_0", "Q4_1", "Q8_0", "Q4_K")
 ROWS = 37  # two whole tiles and 5 rows the row kernels take
-COLS = 128
+COLS = 512  # two Q4_K blocks
 
 
 def _blocks(type_name: str, seed: int = 0) -> np.ndarray:
     return random_rows(type_name, ROWS, COLS, seed=seed)
 
 
-def _codes_and_halves(type_name: str, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, groups, 32) codes (Q4: 0..15, Q8_0: -128..127) and (rows, groups, halves) half floats' bits."""
+def _file_codes(type_name: str, blocks: np.ndarray) -> np.ndarray:
+    """(rows, groups, 32) codes as the file stores them (Q4: 0..15, Q8_0: -128..127)."""
     kind = BY_NAME[type_name]
     per_block = blocks.reshape(blocks.shape[0], -1, kind.block_bytes)
-    halves = 2 if type_name == "Q4_1" else 1
-    half_bits = per_block[..., : 2 * halves].copy().view(np.uint16)
     if type_name == "Q8_0":
-        return per_block[..., 2:34].view(np.int8).astype(np.int32), half_bits
-    nibbles = per_block[..., 2 * halves : 2 * halves + 16]
-    return np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=-1).astype(np.int32), half_bits
+        return per_block[..., 2:34].view(np.int8).astype(np.int32)
+    if type_name == "Q4_K":  # 4 runs of 32 bytes: sub-block 2i in their low nibbles, 2i + 1 in the high ones
+        runs = per_block[..., 16:144].reshape(blocks.shape[0], -1, 4, 32)
+        codes = np.stack([runs & 0x0F, runs >> 4], axis=3)  # (rows, blocks, 4, 2, 32)
+        return codes.reshape(blocks.shape[0], -1, 32).astype(np.int32)
+    start = 4 if type_name == "Q4_1" else 2
+    nibbles = per_block[..., start : start + 16]
+    return np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=-1).astype(np.int32)
+
+
+def _file_scales(type_name: str, blocks: np.ndarray) -> np.ndarray:
+    """(rows, groups, scales) float32: each group's scale, then its offset where the type has one; Q4_K's
+    from the gguf package's dequantisation of the blocks with every code 0 and 1."""
+    kind = BY_NAME[type_name]
+    per_block = blocks.reshape(blocks.shape[0], -1, kind.block_bytes)
+    if type_name != "Q4_K":
+        count = 2 if type_name == "Q4_1" else 1
+        halves = per_block[..., : 2 * count].copy().view(np.float16).astype(np.float32)
+        return halves.reshape(blocks.shape[0], -1, count)
+    values = []
+    for code in (0x00, 0x11):
+        uniform = per_block.copy()
+        uniform[..., 16:144] = code
+        values.append(dequantize(uniform.reshape(blocks.shape[0], -1), gguf.GGMLQuantizationType.Q4_K))
+    at_zero, at_one = (v.reshape(blocks.shape[0], -1, 32)[..., 0] for v in values)
+    return np.stack([at_one - at_zero, at_zero], axis=-1).astype(np.float32)
 
 
 def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """The packed bytes read back as packed_layout.h describes them, in _codes_and_halves' shapes."""
-    kind = BY_NAME[type_name]
-    halves = 2 if type_name == "Q4_1" else 1
-    tiles = packed.reshape(-1, groups, 16 * kind.block_bytes)
-    half_bits = tiles[..., : 32 * halves].copy().view(np.uint16).reshape(-1, groups, halves, 16)
-    words = tiles[..., 32 * halves :].copy().view(np.uint32).reshape(tiles.shape[0], groups, -1, 16)
+    """The packed bytes read back as packed_layout.h describes them, in _file_codes' and _file_scales' shapes."""
+    scales = 2 if type_name in ("Q4_1", "Q4_K") else 1
+    scale_type = np.float32 if type_name == "Q4_K" else np.float16
+    scale_bytes = scales * 16 * np.dtype(scale_type).itemsize
+    tiles = packed.reshape(-1, groups, scale_bytes + (512 if type_name == "Q8_0" else 256))
+    values = (
+        tiles[..., :scale_bytes].copy().view(scale_type).astype(np.float32).reshape(-1, groups, scales, 16)
+    )
+    words = tiles[..., scale_bytes:].copy().view(np.uint32).reshape(tiles.shape[0], groups, -1, 16)
     codes = np.zeros((tiles.shape[0], groups, 32, 16), dtype=np.int32)
     for t in range(words.shape[2]):
         word = words[:, :, t, :].astype(np.int64)
@@ -66,25 +92,24 @@ def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.nd
         for i in range(4):
             codes[:, :, 8 * t + 2 * i] = (word >> (4 * i)) & 0x0F
             codes[:, :, 8 * t + 2 * i + 1] = (word >> (16 + 4 * i)) & 0x0F
-    # (tiles, groups, 32, column) -> (rows, groups, 32)
+    # (tiles, groups, ..., column) -> (rows, groups, ...)
     codes = codes.transpose(0, 3, 1, 2).reshape(-1, groups, 32)
-    half_bits = half_bits.transpose(0, 3, 1, 2).reshape(-1, groups, halves)
-    return codes, half_bits
+    values = values.transpose(0, 3, 1, 2).reshape(-1, groups, scales)
+    return codes, values
 
 
 @pytest.mark.parametrize("type_name", PACKED)
 def test_the_packed_bytes_are_the_files_codes_and_scales_column_by_column(type_name):
     blocks = _blocks(type_name)
     packed = native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks))
-    assert packed is not None and packed.shape == (32, blocks.shape[1])  # the whole tiles, in as many bytes
-    groups = COLS // 32
-    codes, halves = _read_packed(type_name, packed.numpy(), groups)
-    file_codes, file_halves = _codes_and_halves(type_name, blocks[:32])
-    np.testing.assert_array_equal(codes, file_codes)
-    np.testing.assert_array_equal(halves, file_halves)
+    extra = 4 / 3 if type_name == "Q4_K" else 1  # its scales and offsets as float32
+    assert packed is not None and packed.numel() == 32 * blocks.shape[1] * extra  # the whole tiles
+    codes, scales = _read_packed(type_name, packed.numpy(), COLS // 32)
+    np.testing.assert_array_equal(codes, _file_codes(type_name, blocks[:32]))
+    np.testing.assert_array_equal(scales, _file_scales(type_name, blocks[:32]))
 
 
-@pytest.mark.parametrize("type_name", ["Q4_K", "Q6_K", "Q5_0", "IQ4_NL", "F16"])
+@pytest.mark.parametrize("type_name", ["Q6_K", "Q5_0", "Q5_K", "IQ4_NL", "F16"])
 def test_a_type_without_a_packed_form_gets_none(type_name):
     blocks = random_rows(type_name, ROWS, 256, seed=1)
     assert native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks)) is None
