@@ -11,14 +11,18 @@
 // One tile (16 rows), group g (weights 32 g .. 32 g + 31 of every row), at g * rs_packed_group_bytes(type):
 //   scales: per column its scale, then (Q4_1, Q4_K) its offset: half floats (Q4_K: float32), 16 of each
 //   codes, from rs_packed_codes_at(type):
-//     Q4_0, Q4_1, Q4_K: 4 chunks of 16 words: chunk t, word c holds column c's codes 8t .. 8t + 7 (0..15)
-//        as nibbles, code 8t + 2i in bits 4i .. 4i + 3 and code 8t + 2i + 1 in bits 16 + 4i .. 16 + 4i + 3,
-//        so (word >> 4i) & 0x000F000F is the pair as two int16 (i < 4)
+//     Q4_0, Q4_1, Q4_K, Q5_0, Q5_1: 4 chunks of 16 words: chunk t, word c holds column c's codes 8t .. 8t + 7
+//        (their low 4 bits) as nibbles, code 8t + 2i in bits 4i .. 4i + 3 and code 8t + 2i + 1 in bits
+//        16 + 4i .. 16 + 4i + 3, so (word >> 4i) & 0x000F000F is the pair as two int16 (i < 4); Q5_0 and
+//        Q5_1 then 2 chunks of 16 words of fifth bits: word w of column c holds those of codes 16w .. 16w + 15,
+//        code 8t + 2i's in bit 4 + 4 (t % 2) + i and code 8t + 2i + 1's 16 bits higher, so
+//        (word >> (4 (t % 2) + i)) & 0x00100010 is the pair's fifth bits in place
 //     Q8_0: 8 chunks of 16 words: chunk t, word c holds column c's codes 4t, 4t + 2, 4t + 1, 4t + 3 as bytes
 //        (low first), so each 16-bit half's low byte is code 4t (4t + 1) and its high byte code 4t + 2 (4t + 3)
-//   weights: Q4_0 d (code - 8); Q4_1 d code + m; Q8_0 d code; Q4_K scale code + offset
-// As many bytes as the file's blocks for Q4_0, Q4_1 and Q8_0; 4/3 as many for Q4_K. Rows past the last
-// whole tile are not packed: the row kernels take them.
+//   weights: Q4_0 d (code - 8); Q5_0 d (code - 16); Q4_1, Q5_1 d code + m; Q8_0 d code; Q4_K scale code + offset
+// As many bytes as the file's blocks for Q4_0, Q4_1 and Q8_0; 13/11 as many for Q5_0, 7/6 for Q5_1 (their
+// fifth bits spread for a shift and a mask), 4/3 for Q4_K. Rows past the last whole tile are not packed: the
+// row kernels take them.
 #pragma once
 
 #include <cstdint>
@@ -30,17 +34,25 @@ constexpr int RS_PACKED_COLUMNS = 16;
 
 // Whether the kernels can take a type's blocks repacked.
 constexpr bool rs_type_packs(int type) {
-    return type == RS_Q4_0 || type == RS_Q4_1 || type == RS_Q8_0 || type == RS_Q4_K;
+    return type == RS_Q4_0 || type == RS_Q4_1 || type == RS_Q5_0 || type == RS_Q5_1 || type == RS_Q8_0 ||
+           type == RS_Q4_K;
 }
 constexpr bool rs_packed_nibbles(int type) { return type != RS_Q8_0; }
-constexpr bool rs_packed_offsets(int type) { return type == RS_Q4_1 || type == RS_Q4_K; }
+constexpr bool rs_packed_high_bits(int type) { return type == RS_Q5_0 || type == RS_Q5_1; }
+constexpr bool rs_packed_offsets(int type) { return type == RS_Q4_1 || type == RS_Q5_1 || type == RS_Q4_K; }
+// What the codes are centred on: weight = d (code - centre).
+constexpr int rs_packed_centre(int type) { return type == RS_Q4_0 ? 8 : type == RS_Q5_0 ? 16 : 0; }
 constexpr int rs_packed_scale_bytes(int type) { return type == RS_Q4_K ? 4 : 2; }
 // Bytes of a group's scales (and offsets), where its codes start.
 constexpr int rs_packed_codes_at(int type) {
     return (rs_packed_offsets(type) ? 2 : 1) * rs_packed_scale_bytes(type) * RS_PACKED_COLUMNS;
 }
-constexpr int rs_packed_group_bytes(int type) {
+// Where a group's high-bit words start (Q5_0, Q5_1), and its bytes.
+constexpr int rs_packed_high_at(int type) {
     return rs_packed_codes_at(type) + (rs_packed_nibbles(type) ? 16 : 32) * RS_PACKED_COLUMNS;
+}
+constexpr int rs_packed_group_bytes(int type) {
+    return rs_packed_high_at(type) + (rs_packed_high_bits(type) ? 8 * RS_PACKED_COLUMNS : 0);
 }
 
 // A half float's value (exact).
@@ -100,7 +112,7 @@ static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, 
         const uint8_t* nibbles = block + 16 + (j / 2) * 32;  // sub-blocks 2i, 2i + 1: low, high nibbles
         for (int t = 0; t < 4; ++t) words[t] = rs_nibble_word(rs_nibbles_of(nibbles + 8 * t, 4 * (j % 2)));
     } else {
-        const int halves = type == RS_Q4_1 ? 2 : 1;
+        const int halves = rs_packed_offsets(type) ? 2 : 1;  // d, then m (Q4_1, Q5_1)
         for (int s = 0; s < halves; ++s) std::memcpy(group + 2 * (s * RS_PACKED_COLUMNS + c), block + 2 * s, 2);
         if (type == RS_Q8_0) {
             for (int t = 0; t < 8; ++t) {
@@ -108,9 +120,21 @@ static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, 
                 std::memcpy(&w, block + 2 + 4 * t, 4);
                 words[t] = (w & 0xFF0000FFu) | ((w >> 8) & 0x0000FF00u) | ((w << 8) & 0x00FF0000u);
             }
-        } else {  // byte j: code j (low nibble), code j + 16 (high)
-            const uint8_t* nibbles = block + 2 * halves;
+        } else {  // byte j: code j (low nibble), code j + 16 (high); Q5: their fifth bits first, bit j: code j
+            const int high_bytes = rs_packed_high_bits(type) ? 4 : 0;
+            const uint8_t* nibbles = block + 2 * halves + high_bytes;
             for (int t = 0; t < 4; ++t) words[t] = rs_nibble_word(rs_nibbles_of(nibbles + 8 * (t % 2), 4 * (t / 2)));
+            if (high_bytes) {
+                uint32_t bits, high[2] = {0, 0};
+                std::memcpy(&bits, block + 2 * halves, 4);
+                for (int t = 0; t < 4; ++t)
+                    for (int i = 0; i < 4; ++i) {
+                        const int at = 4 + 4 * (t % 2) + i;  // code 8t + 2i's bit; 8t + 2i + 1's 16 higher
+                        high[t / 2] |= ((bits >> (8 * t + 2 * i)) & 1u) << at | ((bits >> (8 * t + 2 * i + 1)) & 1u) << (16 + at);
+                    }
+                for (int w = 0; w < 2; ++w)
+                    std::memcpy(group + rs_packed_high_at(type) + (w * RS_PACKED_COLUMNS + c) * 4, &high[w], 4);
+            }
         }
     }
     for (int t = 0; t < (rs_packed_nibbles(type) ? 4 : 8); ++t)

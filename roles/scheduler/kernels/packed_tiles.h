@@ -26,7 +26,13 @@ static RS_ALWAYS_INLINE __m512 rs_cols_halves(const uint8_t* p) {
 static RS_ALWAYS_INLINE __m512i rs_cols_nibble_pair(__m512i words, int i) {
     return _mm512_and_si512(_mm512_srli_epi32(words, 4 * i), _mm512_set1_epi32(0x000F000F));
 }
-static RS_ALWAYS_INLINE __m512i rs_cols_sub8(__m512i pair) { return _mm512_sub_epi16(pair, _mm512_set1_epi16(8)); }
+static RS_ALWAYS_INLINE __m512i rs_cols_sub16(__m512i pair, int centre) {
+    return _mm512_sub_epi16(pair, _mm512_set1_epi16(short(centre)));
+}
+static RS_ALWAYS_INLINE __m512i rs_cols_or(__m512i a, __m512i b) { return _mm512_or_si512(a, b); }
+static RS_ALWAYS_INLINE __m512i rs_cols_fifth_bits(__m512i words, int shift) {
+    return _mm512_and_si512(_mm512_srli_epi32(words, shift), _mm512_set1_epi32(0x00100010));
+}
 static RS_ALWAYS_INLINE __m512i rs_cols_low_bytes(__m512i words) {
     return _mm512_srai_epi16(_mm512_slli_epi16(words, 8), 8);
 }
@@ -50,7 +56,13 @@ static RS_ALWAYS_INLINE __m256 rs_cols_halves(const uint8_t* p) {
 static RS_ALWAYS_INLINE __m256i rs_cols_nibble_pair(__m256i words, int i) {
     return _mm256_and_si256(_mm256_srli_epi32(words, 4 * i), _mm256_set1_epi32(0x000F000F));
 }
-static RS_ALWAYS_INLINE __m256i rs_cols_sub8(__m256i pair) { return _mm256_sub_epi16(pair, _mm256_set1_epi16(8)); }
+static RS_ALWAYS_INLINE __m256i rs_cols_sub16(__m256i pair, int centre) {
+    return _mm256_sub_epi16(pair, _mm256_set1_epi16(short(centre)));
+}
+static RS_ALWAYS_INLINE __m256i rs_cols_or(__m256i a, __m256i b) { return _mm256_or_si256(a, b); }
+static RS_ALWAYS_INLINE __m256i rs_cols_fifth_bits(__m256i words, int shift) {
+    return _mm256_and_si256(_mm256_srli_epi32(words, shift), _mm256_set1_epi32(0x00100010));
+}
 static RS_ALWAYS_INLINE __m256i rs_cols_low_bytes(__m256i words) {
     return _mm256_srai_epi16(_mm256_slli_epi16(words, 8), 8);
 }
@@ -97,10 +109,14 @@ static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups,
 #pragma GCC unroll 4
             for (int t = 0; t < 4; ++t) {
                 const rs_cols_i words = rs_cols_load_i(codes + t * CHUNK);
+                rs_cols_i high = rs_cols_zero_i();
+                if constexpr (rs_packed_high_bits(TYPE))
+                    high = rs_cols_load_i(group + rs_packed_high_at(TYPE) + (t / 2) * CHUNK + lane * 4);
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; ++i) {
                     rs_cols_i pair = rs_cols_nibble_pair(words, i);
-                    if constexpr (TYPE == RS_Q4_0) pair = rs_cols_sub8(pair);
+                    if constexpr (rs_packed_high_bits(TYPE)) pair = rs_cols_or(pair, rs_cols_fifth_bits(high, 4 * (t % 2) + i));
+                    if constexpr (rs_packed_centre(TYPE) != 0) pair = rs_cols_sub16(pair, rs_packed_centre(TYPE));
                     for (int m = 0; m < M; ++m) sums[m] = rs_cols_madd_pair(sums[m], pair, rows[m] + 8 * t + 2 * i);
                 }
             }

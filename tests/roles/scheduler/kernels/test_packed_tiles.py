@@ -1,5 +1,6 @@
-"""Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1, Q8_0 or Q4_K part's whole tiles of 16 rows
-repacked column by column, which calls of any number of rows read with int16 activations (int8: below 16).
+"""Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or Q4_K part's whole tiles
+of 16 rows repacked column by column, which calls of any number of rows read with int16 activations (int8:
+below 16).
 
 - the packed bytes hold what packed_layout.h says: read back by that description, every code of the file's
   blocks, and their scales (Q4_K: each group's scale and offset as the gguf package dequantises them);
@@ -29,7 +30,7 @@ from tests.random_blocks import random_rows
 
 pytestmark = needs_kernels
 
-PACKED = ("Q4_0", "Q4_1", "Q8_0", "Q4_K")
+PACKED = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K")
 ROWS = 37  # two whole tiles and 5 rows the row kernels take
 COLS = 512  # two Q4_K blocks
 
@@ -48,9 +49,14 @@ def _file_codes(type_name: str, blocks: np.ndarray) -> np.ndarray:
         runs = per_block[..., 16:144].reshape(blocks.shape[0], -1, 4, 32)
         codes = np.stack([runs & 0x0F, runs >> 4], axis=3)  # (rows, blocks, 4, 2, 32)
         return codes.reshape(blocks.shape[0], -1, 32).astype(np.int32)
-    start = 4 if type_name == "Q4_1" else 2
-    nibbles = per_block[..., start : start + 16]
-    return np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=-1).astype(np.int32)
+    halves = 2 if type_name in ("Q4_1", "Q5_1") else 1
+    high = 4 if type_name.startswith("Q5") else 0
+    nibbles = per_block[..., 2 * halves + high : 2 * halves + high + 16]
+    codes = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=-1).astype(np.int32)
+    if high:  # bit j of the 32-bit word before the nibbles: code j's fifth bit
+        bits = per_block[..., 2 * halves : 2 * halves + 4].copy().view(np.uint32).astype(np.int64)
+        codes |= (((bits >> np.arange(32)) & 1) << 4).astype(np.int32)
+    return codes
 
 
 def _file_scales(type_name: str, blocks: np.ndarray) -> np.ndarray:
@@ -59,7 +65,7 @@ def _file_scales(type_name: str, blocks: np.ndarray) -> np.ndarray:
     kind = BY_NAME[type_name]
     per_block = blocks.reshape(blocks.shape[0], -1, kind.block_bytes)
     if type_name != "Q4_K":
-        count = 2 if type_name == "Q4_1" else 1
+        count = 2 if type_name in ("Q4_1", "Q5_1") else 1
         halves = per_block[..., : 2 * count].copy().view(np.float16).astype(np.float32)
         return halves.reshape(blocks.shape[0], -1, count)
     values = []
@@ -73,14 +79,19 @@ def _file_scales(type_name: str, blocks: np.ndarray) -> np.ndarray:
 
 def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
     """The packed bytes read back as packed_layout.h describes them, in _file_codes' and _file_scales' shapes."""
-    scales = 2 if type_name in ("Q4_1", "Q4_K") else 1
+    scales = 2 if type_name in ("Q4_1", "Q5_1", "Q4_K") else 1
     scale_type = np.float32 if type_name == "Q4_K" else np.float16
     scale_bytes = scales * 16 * np.dtype(scale_type).itemsize
-    tiles = packed.reshape(-1, groups, scale_bytes + (512 if type_name == "Q8_0" else 256))
-    values = (
-        tiles[..., :scale_bytes].copy().view(scale_type).astype(np.float32).reshape(-1, groups, scales, 16)
+    code_bytes = 512 if type_name == "Q8_0" else 256
+    high_bytes = 128 if type_name.startswith("Q5") else 0
+    tiles = packed.reshape(-1, groups, scale_bytes + code_bytes + high_bytes)
+    values = tiles[..., :scale_bytes].copy().view(scale_type).astype(np.float32)
+    values = values.reshape(-1, groups, scales, 16)
+    words = tiles[..., scale_bytes : scale_bytes + code_bytes].copy().view(np.uint32)
+    words = words.reshape(tiles.shape[0], groups, -1, 16)
+    high = (
+        tiles[..., scale_bytes + code_bytes :].copy().view(np.uint32).reshape(tiles.shape[0], groups, -1, 16)
     )
-    words = tiles[..., scale_bytes:].copy().view(np.uint32).reshape(tiles.shape[0], groups, -1, 16)
     codes = np.zeros((tiles.shape[0], groups, 32, 16), dtype=np.int32)
     for t in range(words.shape[2]):
         word = words[:, :, t, :].astype(np.int64)
@@ -92,6 +103,10 @@ def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.nd
         for i in range(4):
             codes[:, :, 8 * t + 2 * i] = (word >> (4 * i)) & 0x0F
             codes[:, :, 8 * t + 2 * i + 1] = (word >> (16 + 4 * i)) & 0x0F
+            if high_bytes:
+                fifth = high[:, :, t // 2, :].astype(np.int64) >> (4 + 4 * (t % 2) + i)
+                codes[:, :, 8 * t + 2 * i] |= (fifth & 1) << 4
+                codes[:, :, 8 * t + 2 * i + 1] |= ((fifth >> 16) & 1) << 4
     # (tiles, groups, ..., column) -> (rows, groups, ...)
     codes = codes.transpose(0, 3, 1, 2).reshape(-1, groups, 32)
     values = values.transpose(0, 3, 1, 2).reshape(-1, groups, scales)
@@ -102,14 +117,15 @@ def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.nd
 def test_the_packed_bytes_are_the_files_codes_and_scales_column_by_column(type_name):
     blocks = _blocks(type_name)
     packed = native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks))
-    extra = 4 / 3 if type_name == "Q4_K" else 1  # its scales and offsets as float32
+    # Q4_K: its scales and offsets as float32; Q5: 4 bytes of fifth bits a group spread over 8
+    extra = {"Q4_K": 4 / 3, "Q5_0": 26 / 22, "Q5_1": 28 / 24}.get(type_name, 1)
     assert packed is not None and packed.numel() == 32 * blocks.shape[1] * extra  # the whole tiles
     codes, scales = _read_packed(type_name, packed.numpy(), COLS // 32)
     np.testing.assert_array_equal(codes, _file_codes(type_name, blocks[:32]))
     np.testing.assert_array_equal(scales, _file_scales(type_name, blocks[:32]))
 
 
-@pytest.mark.parametrize("type_name", ["Q6_K", "Q5_0", "Q5_K", "IQ4_NL", "F16"])
+@pytest.mark.parametrize("type_name", ["Q6_K", "Q5_K", "Q2_K", "IQ4_NL", "F16"])
 def test_a_type_without_a_packed_form_gets_none(type_name):
     blocks = random_rows(type_name, ROWS, 256, seed=1)
     assert native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks)) is None
