@@ -9,7 +9,8 @@
 // (block_decode.h). Plain C++: no intrinsics, so the dispatcher's plain x86-64 code packs for every path.
 //
 // One tile (16 rows), group g (weights 32 g .. 32 g + 31 of every row), at g * rs_packed_group_bytes(type):
-//   scales: per column its scale, then (Q4_1, Q4_K) its offset: half floats (Q4_K: float32), 16 of each
+//   scales: per column its scale, then (Q4_1, Q5_1, Q4_K) its offset or (Q6_K) its second scale: half floats
+//        (Q4_K, Q6_K: float32), 16 of each
 //   codes, from rs_packed_codes_at(type):
 //     Q4_0, Q4_1, Q4_K, Q5_0, Q5_1: 4 chunks of 16 words: chunk t, word c holds column c's codes 8t .. 8t + 7
 //        (their low 4 bits) as nibbles, code 8t + 2i in bits 4i .. 4i + 3 and code 8t + 2i + 1 in bits
@@ -19,9 +20,11 @@
 //        (word >> (4 (t % 2) + i)) & 0x00100010 is the pair's fifth bits in place
 //     Q8_0: 8 chunks of 16 words: chunk t, word c holds column c's codes 4t, 4t + 2, 4t + 1, 4t + 3 as bytes
 //        (low first), so each 16-bit half's low byte is code 4t (4t + 1) and its high byte code 4t + 2 (4t + 3)
-//   weights: Q4_0 d (code - 8); Q5_0 d (code - 16); Q4_1, Q5_1 d code + m; Q8_0 d code; Q4_K scale code + offset
+//     Q6_K: as Q5's, with two bits a code: code 8t + 2i's in bits 2 (4 (t % 2) + i) and the next
+//   weights: Q4_0 d (code - 8); Q5_0 d (code - 16); Q4_1, Q5_1 d code + m; Q8_0 d code; Q4_K scale code + offset;
+//        Q6_K scale (code - 32), its two scales for codes 0-15 and 16-31
 // As many bytes as the file's blocks for Q4_0, Q4_1 and Q8_0; 13/11 as many for Q5_0, 7/6 for Q5_1 (their
-// fifth bits spread for a shift and a mask), 4/3 for Q4_K. Rows past the last whole tile are not packed: the
+// fifth bits spread for a shift and a mask), 4/3 for Q4_K, 256/210 for Q6_K. Rows past the last whole tile are not packed: the
 // row kernels take them.
 #pragma once
 
@@ -35,19 +38,31 @@ constexpr int RS_PACKED_COLUMNS = 16;
 // Whether the kernels can take a type's blocks repacked.
 constexpr bool rs_type_packs(int type) {
     return type == RS_Q4_0 || type == RS_Q4_1 || type == RS_Q5_0 || type == RS_Q5_1 || type == RS_Q8_0 ||
-           type == RS_Q4_K;
+           type == RS_Q4_K || type == RS_Q6_K;
 }
 constexpr bool rs_packed_nibbles(int type) { return type != RS_Q8_0; }
-constexpr bool rs_packed_high_bits(int type) { return type == RS_Q5_0 || type == RS_Q5_1; }
+// Bits of each code above its nibble, in the high-bit words: Q5_0 and Q5_1 one, Q6_K two.
+constexpr int rs_packed_high_bits(int type) {
+    return type == RS_Q5_0 || type == RS_Q5_1 ? 1 : type == RS_Q6_K ? 2 : 0;
+}
+// Where code 8t + 2i's high bits sit in its 16-bit half of high-bit word t / 2 (code 8t + 2i + 1's: 16 higher).
+constexpr int rs_packed_high_position(int type, int t, int i) {
+    return rs_packed_high_bits(type) == 1 ? 4 + 4 * (t % 2) + i : 2 * (4 * (t % 2) + i);
+}
 constexpr bool rs_packed_offsets(int type) { return type == RS_Q4_1 || type == RS_Q5_1 || type == RS_Q4_K; }
+// Q6_K: a scale per 16 weights, two a group (codes 0-15, 16-31).
+constexpr bool rs_packed_half_scales(int type) { return type == RS_Q6_K; }
 // What the codes are centred on: weight = d (code - centre).
-constexpr int rs_packed_centre(int type) { return type == RS_Q4_0 ? 8 : type == RS_Q5_0 ? 16 : 0; }
-constexpr int rs_packed_scale_bytes(int type) { return type == RS_Q4_K ? 4 : 2; }
+constexpr int rs_packed_centre(int type) {
+    return type == RS_Q4_0 ? 8 : type == RS_Q5_0 ? 16 : type == RS_Q6_K ? 32 : 0;
+}
+constexpr int rs_packed_scale_bytes(int type) { return type == RS_Q4_K || type == RS_Q6_K ? 4 : 2; }
 // Bytes of a group's scales (and offsets), where its codes start.
 constexpr int rs_packed_codes_at(int type) {
-    return (rs_packed_offsets(type) ? 2 : 1) * rs_packed_scale_bytes(type) * RS_PACKED_COLUMNS;
+    const int count = rs_packed_offsets(type) || rs_packed_half_scales(type) ? 2 : 1;
+    return count * rs_packed_scale_bytes(type) * RS_PACKED_COLUMNS;
 }
-// Where a group's high-bit words start (Q5_0, Q5_1), and its bytes.
+// Where a group's high-bit words start (Q5_0, Q5_1, Q6_K), and its bytes.
 constexpr int rs_packed_high_at(int type) {
     return rs_packed_codes_at(type) + (rs_packed_nibbles(type) ? 16 : 32) * RS_PACKED_COLUMNS;
 }
@@ -101,7 +116,26 @@ static inline uint64_t rs_nibbles_of(const uint8_t* bytes, int shift) {
 static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, uint8_t* group) {
     uint8_t* codes = group + rs_packed_codes_at(type) + 4 * c;
     uint32_t words[8];
-    if (type == RS_Q4_K) {
+    if (type == RS_Q6_K) {
+        // As the reader computes them: each 16 weights' int8 scale times d.
+        const float d = rs_half_value(block + 208);
+        for (int h = 0; h < 2; ++h) {
+            const float scale = float(int8_t(block[192 + 2 * j + h])) * d;
+            std::memcpy(group + 4 * (h * RS_PACKED_COLUMNS + c), &scale, 4);
+        }
+        const int half = j / 4, quarter = j % 4;
+        const uint8_t* low = block + half * 64 + (quarter % 2) * 32;  // shifted by 4 (quarter / 2)
+        const uint8_t* top = block + 128 + half * 32;                 // shifted by 2 quarter
+        for (int t = 0; t < 4; ++t) words[t] = rs_nibble_word(rs_nibbles_of(low + 8 * t, 4 * (quarter / 2)));
+        uint32_t high[2] = {0, 0};
+        for (int t = 0; t < 4; ++t)
+            for (int i = 0; i < 4; ++i) {
+                const int at = rs_packed_high_position(type, t, i);
+                const uint32_t even = (top[8 * t + 2 * i] >> (2 * quarter)) & 3u, odd = (top[8 * t + 2 * i + 1] >> (2 * quarter)) & 3u;
+                high[t / 2] |= even << at | odd << (16 + at);
+            }
+        for (int w = 0; w < 2; ++w) std::memcpy(group + rs_packed_high_at(type) + (w * RS_PACKED_COLUMNS + c) * 4, &high[w], 4);
+    } else if (type == RS_Q4_K) {
         uint8_t unpacked[16];
         rs_unpack_k4_scales(block + 4, unpacked);
         // As the reader computes them: the sub-block's 6-bit scale times d, its min times -dmin.
@@ -129,7 +163,7 @@ static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, 
                 std::memcpy(&bits, block + 2 * halves, 4);
                 for (int t = 0; t < 4; ++t)
                     for (int i = 0; i < 4; ++i) {
-                        const int at = 4 + 4 * (t % 2) + i;  // code 8t + 2i's bit; 8t + 2i + 1's 16 higher
+                        const int at = rs_packed_high_position(type, t, i);
                         high[t / 2] |= ((bits >> (8 * t + 2 * i)) & 1u) << at | ((bits >> (8 * t + 2 * i + 1)) & 1u) << (16 + at);
                     }
                 for (int w = 0; w < 2; ++w)

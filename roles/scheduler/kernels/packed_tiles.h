@@ -30,8 +30,12 @@ static RS_ALWAYS_INLINE __m512i rs_cols_sub16(__m512i pair, int centre) {
     return _mm512_sub_epi16(pair, _mm512_set1_epi16(short(centre)));
 }
 static RS_ALWAYS_INLINE __m512i rs_cols_or(__m512i a, __m512i b) { return _mm512_or_si512(a, b); }
-static RS_ALWAYS_INLINE __m512i rs_cols_fifth_bits(__m512i words, int shift) {
-    return _mm512_and_si512(_mm512_srli_epi32(words, shift), _mm512_set1_epi32(0x00100010));
+// A pair's high bits (BITS of them) from `words`, where they sit `shift` bits above bit 4 (below: -shift),
+// into bits 4.. of each 16-bit half. The kernels' loops are unrolled: shift is a constant there.
+template <int BITS>
+static RS_ALWAYS_INLINE __m512i rs_cols_high_bits(__m512i words, int shift) {
+    const __m512i moved = shift >= 0 ? _mm512_srli_epi32(words, shift) : _mm512_slli_epi32(words, -shift);
+    return _mm512_and_si512(moved, _mm512_set1_epi32(BITS == 1 ? 0x00100010 : 0x00300030));
 }
 static RS_ALWAYS_INLINE __m512i rs_cols_low_bytes(__m512i words) {
     return _mm512_srai_epi16(_mm512_slli_epi16(words, 8), 8);
@@ -60,8 +64,10 @@ static RS_ALWAYS_INLINE __m256i rs_cols_sub16(__m256i pair, int centre) {
     return _mm256_sub_epi16(pair, _mm256_set1_epi16(short(centre)));
 }
 static RS_ALWAYS_INLINE __m256i rs_cols_or(__m256i a, __m256i b) { return _mm256_or_si256(a, b); }
-static RS_ALWAYS_INLINE __m256i rs_cols_fifth_bits(__m256i words, int shift) {
-    return _mm256_and_si256(_mm256_srli_epi32(words, shift), _mm256_set1_epi32(0x00100010));
+template <int BITS>
+static RS_ALWAYS_INLINE __m256i rs_cols_high_bits(__m256i words, int shift) {
+    const __m256i moved = shift >= 0 ? _mm256_srli_epi32(words, shift) : _mm256_slli_epi32(words, -shift);
+    return _mm256_and_si256(moved, _mm256_set1_epi32(BITS == 1 ? 0x00100010 : 0x00300030));
 }
 static RS_ALWAYS_INLINE __m256i rs_cols_low_bytes(__m256i words) {
     return _mm256_srai_epi16(_mm256_slli_epi16(words, 8), 8);
@@ -79,6 +85,18 @@ template <int TYPE>
 static RS_ALWAYS_INLINE rs_cols_f rs_packed_columns(const uint8_t* p) {
     if constexpr (rs_packed_scale_bytes(TYPE) == 4) return rs_cols_load(reinterpret_cast<const float*>(p));
     else return rs_cols_halves(p);
+}
+
+// acc[m] += sums[m] times the columns' scales at p times the step of group g of row first + m (rs_tile_scale's
+// arithmetic).
+template <int TYPE, int M>
+static RS_ALWAYS_INLINE void rs_packed_scale(rs_cols_f* acc, const rs_cols_i* sums, const uint8_t* p,
+                                             const rs_int16_rows& x, int64_t first, int64_t k, int64_t g) {
+    const rs_cols_f columns = rs_packed_columns<TYPE>(p);
+    for (int m = 0; m < M; ++m) {
+        const float step = x.scale[(first + m) * (k / RS_GROUP) + g];
+        acc[m] = rs_cols_fmadd(rs_cols_float(sums[m]), rs_cols_mul(columns, rs_cols_set1(step)), acc[m]);
+    }
 }
 
 // out[m, lane + c] for M quantised rows from `first` and the packed tile's columns [lane, lane + RS_TILE_LANES).
@@ -110,22 +128,27 @@ static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups,
             for (int t = 0; t < 4; ++t) {
                 const rs_cols_i words = rs_cols_load_i(codes + t * CHUNK);
                 rs_cols_i high = rs_cols_zero_i();
-                if constexpr (rs_packed_high_bits(TYPE))
+                if constexpr (rs_packed_high_bits(TYPE) != 0)
                     high = rs_cols_load_i(group + rs_packed_high_at(TYPE) + (t / 2) * CHUNK + lane * 4);
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; ++i) {
                     rs_cols_i pair = rs_cols_nibble_pair(words, i);
-                    if constexpr (rs_packed_high_bits(TYPE)) pair = rs_cols_or(pair, rs_cols_fifth_bits(high, 4 * (t % 2) + i));
+                    if constexpr (rs_packed_high_bits(TYPE) != 0)
+                        pair = rs_cols_or(pair, rs_cols_high_bits<rs_packed_high_bits(TYPE)>(high, rs_packed_high_position(TYPE, t, i) - 4));
                     if constexpr (rs_packed_centre(TYPE) != 0) pair = rs_cols_sub16(pair, rs_packed_centre(TYPE));
                     for (int m = 0; m < M; ++m) sums[m] = rs_cols_madd_pair(sums[m], pair, rows[m] + 8 * t + 2 * i);
                 }
+                if constexpr (rs_packed_half_scales(TYPE)) {
+                    if (t == 1) {  // codes 0-15: their own scale
+                        rs_packed_scale<TYPE, M>(acc, sums, group + lane * SCALE, x, first, k, g);
+                        for (int m = 0; m < M; ++m) sums[m] = rs_cols_zero_i();
+                    }
+                }
             }
         }
-        const rs_cols_f columns = rs_packed_columns<TYPE>(group + lane * SCALE);
-        for (int m = 0; m < M; ++m) {
-            const float step = x.scale[(first + m) * (k / RS_GROUP) + g];
-            acc[m] = rs_cols_fmadd(rs_cols_float(sums[m]), rs_cols_mul(columns, rs_cols_set1(step)), acc[m]);
-        }
+        // The group's (Q6_K: codes 16-31's) scale.
+        const int second = rs_packed_half_scales(TYPE) ? RS_PACKED_COLUMNS : 0;
+        rs_packed_scale<TYPE, M>(acc, sums, group + (second + lane) * SCALE, x, first, k, g);
         if constexpr (rs_packed_offsets(TYPE)) {
             const rs_cols_f offsets = rs_packed_columns<TYPE>(group + (RS_PACKED_COLUMNS + lane) * SCALE);
             for (int m = 0; m < M; ++m) {

@@ -1,9 +1,9 @@
-"""Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or Q4_K part's whole tiles
-of 16 rows repacked column by column, which calls of any number of rows read with int16 activations (int8:
+"""Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K or Q6_K part's whole
+tiles of 16 rows repacked column by column, which calls of any number of rows read with int16 activations (int8:
 below 16).
 
 - the packed bytes hold what packed_layout.h says: read back by that description, every code of the file's
-  blocks, and their scales (Q4_K: each group's scale and offset as the gguf package dequantises them);
+  blocks, and their scales (Q4_K, Q6_K: each group's scales and offset as the gguf package dequantises them);
 - a row's outputs have the same bits in calls of 1 to 33 rows, and the same bits as the int16 tiles
   (int16_tiles.h) give from the file's blocks, on every instruction-set path: the two kernels do the same
   arithmetic in the same order; columns past the last whole tile (the row kernels below 16 rows) are left
@@ -30,7 +30,7 @@ from tests.random_blocks import random_rows
 
 pytestmark = needs_kernels
 
-PACKED = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K")
+PACKED = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K")
 ROWS = 37  # two whole tiles and 5 rows the row kernels take
 COLS = 512  # two Q4_K blocks
 
@@ -45,6 +45,17 @@ def _file_codes(type_name: str, blocks: np.ndarray) -> np.ndarray:
     per_block = blocks.reshape(blocks.shape[0], -1, kind.block_bytes)
     if type_name == "Q8_0":
         return per_block[..., 2:34].view(np.int8).astype(np.int32)
+    if (
+        type_name == "Q6_K"
+    ):  # per 128 weights: 64 bytes of low nibbles (2 runs of 32, low then high nibble), 32 of 2-bit
+        rows, count = blocks.shape[0], per_block.shape[1]
+        codes = np.zeros((rows, count, 8, 32), dtype=np.int32)
+        for j in range(8):
+            half, quarter = divmod(j, 4)
+            low = per_block[..., half * 64 + (quarter % 2) * 32 :][..., :32] >> (4 * (quarter // 2)) & 0x0F
+            top = per_block[..., 128 + half * 32 :][..., :32] >> (2 * quarter) & 3
+            codes[:, :, j] = low | top << 4
+        return codes.reshape(rows, -1, 32)
     if type_name == "Q4_K":  # 4 runs of 32 bytes: sub-block 2i in their low nibbles, 2i + 1 in the high ones
         runs = per_block[..., 16:144].reshape(blocks.shape[0], -1, 4, 32)
         codes = np.stack([runs & 0x0F, runs >> 4], axis=3)  # (rows, blocks, 4, 2, 32)
@@ -60,14 +71,20 @@ def _file_codes(type_name: str, blocks: np.ndarray) -> np.ndarray:
 
 
 def _file_scales(type_name: str, blocks: np.ndarray) -> np.ndarray:
-    """(rows, groups, scales) float32: each group's scale, then its offset where the type has one; Q4_K's
-    from the gguf package's dequantisation of the blocks with every code 0 and 1."""
+    """(rows, groups, scales) float32: each group's scale, then its offset or (Q6_K) its second scale; Q4_K's
+    and Q6_K's from the gguf package's dequantisation of the blocks with every code set to known values."""
     kind = BY_NAME[type_name]
     per_block = blocks.reshape(blocks.shape[0], -1, kind.block_bytes)
-    if type_name != "Q4_K":
+    if type_name not in ("Q4_K", "Q6_K"):
         count = 2 if type_name in ("Q4_1", "Q5_1") else 1
         halves = per_block[..., : 2 * count].copy().view(np.float16).astype(np.float32)
         return halves.reshape(blocks.shape[0], -1, count)
+    if type_name == "Q6_K":  # the weights of codes 32 (0) and 33 (the scale), per 16
+        uniform = per_block.copy()
+        uniform[..., :128] = 0x11  # low nibbles 1: code 33 - 32 = 1 with the high bits below 2 (0b10)
+        uniform[..., 128:192] = 0xAA
+        ones = dequantize(uniform.reshape(blocks.shape[0], -1), gguf.GGMLQuantizationType.Q6_K)
+        return ones.reshape(blocks.shape[0], -1, 2, 16)[..., 0].astype(np.float32)
     values = []
     for code in (0x00, 0x11):
         uniform = per_block.copy()
@@ -79,11 +96,11 @@ def _file_scales(type_name: str, blocks: np.ndarray) -> np.ndarray:
 
 def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
     """The packed bytes read back as packed_layout.h describes them, in _file_codes' and _file_scales' shapes."""
-    scales = 2 if type_name in ("Q4_1", "Q5_1", "Q4_K") else 1
-    scale_type = np.float32 if type_name == "Q4_K" else np.float16
+    scales = 2 if type_name in ("Q4_1", "Q5_1", "Q4_K", "Q6_K") else 1
+    scale_type = np.float32 if type_name in ("Q4_K", "Q6_K") else np.float16
     scale_bytes = scales * 16 * np.dtype(scale_type).itemsize
     code_bytes = 512 if type_name == "Q8_0" else 256
-    high_bytes = 128 if type_name.startswith("Q5") else 0
+    high_bytes = 128 if type_name in ("Q5_0", "Q5_1", "Q6_K") else 0
     tiles = packed.reshape(-1, groups, scale_bytes + code_bytes + high_bytes)
     values = tiles[..., :scale_bytes].copy().view(scale_type).astype(np.float32)
     values = values.reshape(-1, groups, scales, 16)
@@ -103,10 +120,12 @@ def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.nd
         for i in range(4):
             codes[:, :, 8 * t + 2 * i] = (word >> (4 * i)) & 0x0F
             codes[:, :, 8 * t + 2 * i + 1] = (word >> (16 + 4 * i)) & 0x0F
-            if high_bytes:
-                fifth = high[:, :, t // 2, :].astype(np.int64) >> (4 + 4 * (t % 2) + i)
-                codes[:, :, 8 * t + 2 * i] |= (fifth & 1) << 4
-                codes[:, :, 8 * t + 2 * i + 1] |= ((fifth >> 16) & 1) << 4
+            if high_bytes:  # Q5: one bit at 4 + 4 (t % 2) + i; Q6_K: two at 2 (4 (t % 2) + i)
+                width = 2 if type_name == "Q6_K" else 1
+                at = 2 * (4 * (t % 2) + i) if width == 2 else 4 + 4 * (t % 2) + i
+                bits = high[:, :, t // 2, :].astype(np.int64) >> at
+                codes[:, :, 8 * t + 2 * i] |= (bits & (2**width - 1)) << 4
+                codes[:, :, 8 * t + 2 * i + 1] |= ((bits >> 16) & (2**width - 1)) << 4
     # (tiles, groups, ..., column) -> (rows, groups, ...)
     codes = codes.transpose(0, 3, 1, 2).reshape(-1, groups, 32)
     values = values.transpose(0, 3, 1, 2).reshape(-1, groups, scales)
@@ -118,14 +137,14 @@ def test_the_packed_bytes_are_the_files_codes_and_scales_column_by_column(type_n
     blocks = _blocks(type_name)
     packed = native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks))
     # Q4_K: its scales and offsets as float32; Q5: 4 bytes of fifth bits a group spread over 8
-    extra = {"Q4_K": 4 / 3, "Q5_0": 26 / 22, "Q5_1": 28 / 24}.get(type_name, 1)
+    extra = {"Q4_K": 4 / 3, "Q6_K": 256 / 210, "Q5_0": 26 / 22, "Q5_1": 28 / 24}.get(type_name, 1)
     assert packed is not None and packed.numel() == 32 * blocks.shape[1] * extra  # the whole tiles
     codes, scales = _read_packed(type_name, packed.numpy(), COLS // 32)
     np.testing.assert_array_equal(codes, _file_codes(type_name, blocks[:32]))
     np.testing.assert_array_equal(scales, _file_scales(type_name, blocks[:32]))
 
 
-@pytest.mark.parametrize("type_name", ["Q6_K", "Q5_K", "Q2_K", "IQ4_NL", "F16"])
+@pytest.mark.parametrize("type_name", ["Q5_K", "Q3_K", "Q2_K", "IQ4_NL", "F16"])
 def test_a_type_without_a_packed_form_gets_none(type_name):
     blocks = random_rows(type_name, ROWS, 256, seed=1)
     assert native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks)) is None
