@@ -89,7 +89,9 @@ int rs_type_supported(int32_t type) {
 
 // Bytes of the packed tiles of a part of type `type` (rows of row_bytes; packed_layout.h): 0 when the kernels
 // take this type only as the file has it, or the part has no whole tile.
-int64_t rs_packed_bytes(int32_t type, int64_t rows, int64_t row_bytes) { return rs_packed_size(int(type), rows, row_bytes); }
+int64_t rs_packed_bytes(int32_t type, int64_t rows, int64_t row_bytes) {
+    return rs_packed_size(int(type), rows, row_bytes);
+}
 
 // Rows [0, rows / 16 * 16) of such a part (row_bytes apart at data) repacked into out (rs_packed_bytes of them).
 void rs_pack_rows(int32_t type, int64_t rows, int64_t row_bytes, const uint8_t* data, uint8_t* out) {

@@ -12,20 +12,20 @@
 //   scales: per column its scale, then (Q4_1, Q5_1, Q4_K) its offset or (Q6_K) its second scale: half floats
 //        (Q4_K, Q6_K: float32), 16 of each
 //   codes, from rs_packed_codes_at(type):
-//     Q4_0, Q4_1, Q4_K, Q5_0, Q5_1: 4 chunks of 16 words: chunk t, word c holds column c's codes 8t .. 8t + 7
+//     Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q6_K: 4 chunks of 16 words: chunk t, word c holds column c's codes 8t .. 8t + 7
 //        (their low 4 bits) as nibbles, code 8t + 2i in bits 4i .. 4i + 3 and code 8t + 2i + 1 in bits
 //        16 + 4i .. 16 + 4i + 3, so (word >> 4i) & 0x000F000F is the pair as two int16 (i < 4); Q5_0 and
 //        Q5_1 then 2 chunks of 16 words of fifth bits: word w of column c holds those of codes 16w .. 16w + 15,
 //        code 8t + 2i's in bit 4 + 4 (t % 2) + i and code 8t + 2i + 1's 16 bits higher, so
-//        (word >> (4 (t % 2) + i)) & 0x00100010 is the pair's fifth bits in place
+//        (word >> (4 (t % 2) + i)) & 0x00100010 is the pair's fifth bits in place; Q6_K likewise with its two
+//        high bits a code, code 8t + 2i's in bits 2 (4 (t % 2) + i) and 2 (4 (t % 2) + i) + 1, shifted to 4
 //     Q8_0: 8 chunks of 16 words: chunk t, word c holds column c's codes 4t, 4t + 2, 4t + 1, 4t + 3 as bytes
 //        (low first), so each 16-bit half's low byte is code 4t (4t + 1) and its high byte code 4t + 2 (4t + 3)
-//     Q6_K: as Q5's, with two bits a code: code 8t + 2i's in bits 2 (4 (t % 2) + i) and the next
 //   weights: Q4_0 d (code - 8); Q5_0 d (code - 16); Q4_1, Q5_1 d code + m; Q8_0 d code; Q4_K scale code + offset;
 //        Q6_K scale (code - 32), its two scales for codes 0-15 and 16-31
 // As many bytes as the file's blocks for Q4_0, Q4_1 and Q8_0; 13/11 as many for Q5_0, 7/6 for Q5_1 (their
-// fifth bits spread for a shift and a mask), 4/3 for Q4_K, 256/210 for Q6_K. Rows past the last whole tile are not packed: the
-// row kernels take them.
+// fifth bits spread for a shift and a mask), 4/3 for Q4_K, 256/210 for Q6_K. Rows past the last whole tile
+// are not packed: the row kernels take them.
 #pragma once
 
 #include <cstdint>
@@ -112,6 +112,19 @@ static inline uint64_t rs_nibbles_of(const uint8_t* bytes, int shift) {
     return (v >> shift) & 0x0F0F0F0F0F0F0F0FULL;
 }
 
+// Column c's high-bit words of a group from high(e), the bits above code e's nibble.
+template <typename High>
+static inline void rs_pack_high_words(int type, int c, uint8_t* group, High high) {
+    uint32_t words[2] = {0, 0};
+    for (int t = 0; t < 4; ++t)
+        for (int i = 0; i < 4; ++i) {
+            const int at = rs_packed_high_position(type, t, i);
+            words[t / 2] |= high(8 * t + 2 * i) << at | high(8 * t + 2 * i + 1) << (16 + at);
+        }
+    for (int w = 0; w < 2; ++w)
+        std::memcpy(group + rs_packed_high_at(type) + (w * RS_PACKED_COLUMNS + c) * 4, &words[w], 4);
+}
+
 // Column c's scales and codes of one group: into its tile group (at group).
 static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, uint8_t* group) {
     uint8_t* codes = group + rs_packed_codes_at(type) + 4 * c;
@@ -127,14 +140,7 @@ static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, 
         const uint8_t* low = block + half * 64 + (quarter % 2) * 32;  // shifted by 4 (quarter / 2)
         const uint8_t* top = block + 128 + half * 32;                 // shifted by 2 quarter
         for (int t = 0; t < 4; ++t) words[t] = rs_nibble_word(rs_nibbles_of(low + 8 * t, 4 * (quarter / 2)));
-        uint32_t high[2] = {0, 0};
-        for (int t = 0; t < 4; ++t)
-            for (int i = 0; i < 4; ++i) {
-                const int at = rs_packed_high_position(type, t, i);
-                const uint32_t even = (top[8 * t + 2 * i] >> (2 * quarter)) & 3u, odd = (top[8 * t + 2 * i + 1] >> (2 * quarter)) & 3u;
-                high[t / 2] |= even << at | odd << (16 + at);
-            }
-        for (int w = 0; w < 2; ++w) std::memcpy(group + rs_packed_high_at(type) + (w * RS_PACKED_COLUMNS + c) * 4, &high[w], 4);
+        rs_pack_high_words(type, c, group, [&](int e) { return uint32_t(top[e] >> (2 * quarter)) & 3u; });
     } else if (type == RS_Q4_K) {
         uint8_t unpacked[16];
         rs_unpack_k4_scales(block + 4, unpacked);
@@ -159,15 +165,9 @@ static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, 
             const uint8_t* nibbles = block + 2 * halves + high_bytes;
             for (int t = 0; t < 4; ++t) words[t] = rs_nibble_word(rs_nibbles_of(nibbles + 8 * (t % 2), 4 * (t / 2)));
             if (high_bytes) {
-                uint32_t bits, high[2] = {0, 0};
+                uint32_t bits;
                 std::memcpy(&bits, block + 2 * halves, 4);
-                for (int t = 0; t < 4; ++t)
-                    for (int i = 0; i < 4; ++i) {
-                        const int at = rs_packed_high_position(type, t, i);
-                        high[t / 2] |= ((bits >> (8 * t + 2 * i)) & 1u) << at | ((bits >> (8 * t + 2 * i + 1)) & 1u) << (16 + at);
-                    }
-                for (int w = 0; w < 2; ++w)
-                    std::memcpy(group + rs_packed_high_at(type) + (w * RS_PACKED_COLUMNS + c) * 4, &high[w], 4);
+                rs_pack_high_words(type, c, group, [&](int e) { return (bits >> e) & 1u; });
             }
         }
     }

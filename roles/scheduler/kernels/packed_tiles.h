@@ -1,10 +1,11 @@
 // Linears with int16 activations over repacked weights (packed_layout.h): a work item whose 16 output rows
 // are a packed tile multiplies each row's int16 form (int16_rows.h) with the tile's codes, every register
-// lane an output column, in calls of any number of rows (int8 activations: of fewer than RS_INT16_MAX_ROWS). A chunk of codes is
-// loaded once; a shift and a mask (Q8_0: shifts) give two neighbouring codes of every column as int16, and
-// one vpmaddwd (vpdpwssd with VNNI) takes their products with two inputs of a row, broadcast: 16 columns'
-// products a 512-bit instruction, where the row kernels widen one row's codes and sum across lanes at the
-// end, and where the int16 tiles (int16_tiles.h) decode a panel of the work item's codes for every call.
+// lane an output column, in calls of any number of rows (int8 activations: of fewer than RS_INT16_MAX_ROWS).
+// A chunk of codes is loaded once; a shift and a mask (Q8_0: shifts; Q5_0, Q5_1, Q6_K: and their high bits)
+// give two neighbouring codes of every column as int16, and one vpmaddwd (vpdpwssd with VNNI) takes their
+// products with two inputs of a row, broadcast: 16 columns' products a 512-bit instruction, where the row
+// kernels widen one row's codes and sum across lanes at the end, and where the int16 tiles (int16_tiles.h)
+// decode a panel of the work item's codes for every call.
 // Per group and row, one float multiply-add applies the columns' scales times the row's step, then the
 // offsets meet the float sums of the unrounded inputs: the int16 tiles' arithmetic in the same order, so a
 // row's outputs have the same bits whatever the number of rows in its call.
@@ -134,7 +135,8 @@ static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups,
                 for (int i = 0; i < 4; ++i) {
                     rs_cols_i pair = rs_cols_nibble_pair(words, i);
                     if constexpr (rs_packed_high_bits(TYPE) != 0)
-                        pair = rs_cols_or(pair, rs_cols_high_bits<rs_packed_high_bits(TYPE)>(high, rs_packed_high_position(TYPE, t, i) - 4));
+                        pair = rs_cols_or(pair, rs_cols_high_bits<rs_packed_high_bits(TYPE)>(
+                                                    high, rs_packed_high_position(TYPE, t, i) - 4));
                     if constexpr (rs_packed_centre(TYPE) != 0) pair = rs_cols_sub16(pair, rs_packed_centre(TYPE));
                     for (int m = 0; m < M; ++m) sums[m] = rs_cols_madd_pair(sums[m], pair, rows[m] + 8 * t + 2 * i);
                 }
