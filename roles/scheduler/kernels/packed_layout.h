@@ -9,10 +9,10 @@
 // (block_decode.h). Plain C++: no intrinsics, so the dispatcher's plain x86-64 code packs for every path.
 //
 // One tile (16 rows), group g (weights 32 g .. 32 g + 31 of every row), at g * rs_packed_group_bytes(type):
-//   scales: per column its scale, then (Q4_1, Q5_1, Q4_K) its offset or (Q6_K) its second scale: half floats
-//        (Q4_K, Q6_K: float32), 16 of each
+//   scales: per column its scale, then (Q4_1, Q5_1, Q4_K, Q5_K) its offset or (Q6_K) its second scale: half
+//        floats (Q4_K, Q5_K, Q6_K: float32), 16 of each
 //   codes, from rs_packed_codes_at(type):
-//     Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q6_K: 4 chunks of 16 words: chunk t, word c holds column c's codes 8t .. 8t + 7
+//     all but Q8_0: 4 chunks of 16 words: chunk t, word c holds column c's codes 8t .. 8t + 7
 //        (their low 4 bits) as nibbles, code 8t + 2i in bits 4i .. 4i + 3 and code 8t + 2i + 1 in bits
 //        16 + 4i .. 16 + 4i + 3, so (word >> 4i) & 0x000F000F is the pair as two int16 (i < 4); Q5_0 and
 //        Q5_1 then 2 chunks of 16 words of fifth bits: word w of column c holds those of codes 16w .. 16w + 15,
@@ -21,10 +21,11 @@
 //        high bits a code, code 8t + 2i's in bits 2 (4 (t % 2) + i) and 2 (4 (t % 2) + i) + 1, shifted to 4
 //     Q8_0: 8 chunks of 16 words: chunk t, word c holds column c's codes 4t, 4t + 2, 4t + 1, 4t + 3 as bytes
 //        (low first), so each 16-bit half's low byte is code 4t (4t + 1) and its high byte code 4t + 2 (4t + 3)
-//   weights: Q4_0 d (code - 8); Q5_0 d (code - 16); Q4_1, Q5_1 d code + m; Q8_0 d code; Q4_K scale code + offset;
+//   weights: Q4_0 d (code - 8); Q5_0 d (code - 16); Q4_1, Q5_1 d code + m; Q8_0 d code; Q4_K, Q5_K scale code +
+//        offset;
 //        Q6_K scale (code - 32), its two scales for codes 0-15 and 16-31
 // As many bytes as the file's blocks for Q4_0, Q4_1 and Q8_0; 13/11 as many for Q5_0, 7/6 for Q5_1 (their
-// fifth bits spread for a shift and a mask), 4/3 for Q4_K, 256/210 for Q6_K. Rows past the last whole tile
+// fifth bits spread for a shift and a mask), 4/3 for Q4_K, 256/176 for Q5_K, 256/210 for Q6_K. Rows past the last whole tile
 // are not packed: the row kernels take them.
 #pragma once
 
@@ -38,25 +39,29 @@ constexpr int RS_PACKED_COLUMNS = 16;
 // Whether the kernels can take a type's blocks repacked.
 constexpr bool rs_type_packs(int type) {
     return type == RS_Q4_0 || type == RS_Q4_1 || type == RS_Q5_0 || type == RS_Q5_1 || type == RS_Q8_0 ||
-           type == RS_Q4_K || type == RS_Q6_K;
+           type == RS_Q4_K || type == RS_Q5_K || type == RS_Q6_K;
 }
 constexpr bool rs_packed_nibbles(int type) { return type != RS_Q8_0; }
-// Bits of each code above its nibble, in the high-bit words: Q5_0 and Q5_1 one, Q6_K two.
+// Bits of each code above its nibble, in the high-bit words: Q5_0, Q5_1 and Q5_K one, Q6_K two.
 constexpr int rs_packed_high_bits(int type) {
-    return type == RS_Q5_0 || type == RS_Q5_1 ? 1 : type == RS_Q6_K ? 2 : 0;
+    return type == RS_Q5_0 || type == RS_Q5_1 || type == RS_Q5_K ? 1 : type == RS_Q6_K ? 2 : 0;
 }
 // Where code 8t + 2i's high bits sit in its 16-bit half of high-bit word t / 2 (code 8t + 2i + 1's: 16 higher).
 constexpr int rs_packed_high_position(int type, int t, int i) {
     return rs_packed_high_bits(type) == 1 ? 4 + 4 * (t % 2) + i : 2 * (4 * (t % 2) + i);
 }
-constexpr bool rs_packed_offsets(int type) { return type == RS_Q4_1 || type == RS_Q5_1 || type == RS_Q4_K; }
+constexpr bool rs_packed_offsets(int type) {
+    return type == RS_Q4_1 || type == RS_Q5_1 || type == RS_Q4_K || type == RS_Q5_K;
+}
 // Q6_K: a scale per 16 weights, two a group (codes 0-15, 16-31).
 constexpr bool rs_packed_half_scales(int type) { return type == RS_Q6_K; }
 // What the codes are centred on: weight = d (code - centre).
 constexpr int rs_packed_centre(int type) {
     return type == RS_Q4_0 ? 8 : type == RS_Q5_0 ? 16 : type == RS_Q6_K ? 32 : 0;
 }
-constexpr int rs_packed_scale_bytes(int type) { return type == RS_Q4_K || type == RS_Q6_K ? 4 : 2; }
+constexpr int rs_packed_scale_bytes(int type) {
+    return type == RS_Q4_K || type == RS_Q5_K || type == RS_Q6_K ? 4 : 2;
+}
 // Bytes of a group's scales (and offsets), where its codes start.
 constexpr int rs_packed_codes_at(int type) {
     const int count = rs_packed_offsets(type) || rs_packed_half_scales(type) ? 2 : 1;
@@ -141,7 +146,7 @@ static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, 
         const uint8_t* top = block + 128 + half * 32;                 // shifted by 2 quarter
         for (int t = 0; t < 4; ++t) words[t] = rs_nibble_word(rs_nibbles_of(low + 8 * t, 4 * (quarter / 2)));
         rs_pack_high_words(type, c, group, [&](int e) { return uint32_t(top[e] >> (2 * quarter)) & 3u; });
-    } else if (type == RS_Q4_K) {
+    } else if (type == RS_Q4_K || type == RS_Q5_K) {
         uint8_t unpacked[16];
         rs_unpack_k4_scales(block + 4, unpacked);
         // As the reader computes them: the sub-block's 6-bit scale times d, its min times -dmin.
@@ -149,8 +154,11 @@ static inline void rs_pack_column(int type, const uint8_t* block, int j, int c, 
         const float offset = float(unpacked[8 + j]) * -rs_half_value(block + 2);
         std::memcpy(group + 4 * c, &scale, 4);
         std::memcpy(group + 4 * (RS_PACKED_COLUMNS + c), &offset, 4);
-        const uint8_t* nibbles = block + 16 + (j / 2) * 32;  // sub-blocks 2i, 2i + 1: low, high nibbles
+        // sub-blocks 2i, 2i + 1: low, high nibbles of 32 bytes (Q5_K: after 32 bytes whose bit j is group j's
+        // fifth bit of code i in byte i)
+        const uint8_t* nibbles = block + (type == RS_Q5_K ? 48 : 16) + (j / 2) * 32;
         for (int t = 0; t < 4; ++t) words[t] = rs_nibble_word(rs_nibbles_of(nibbles + 8 * t, 4 * (j % 2)));
+        if (type == RS_Q5_K) rs_pack_high_words(type, c, group, [&](int e) { return uint32_t(block[16 + e] >> j) & 1u; });
     } else {
         const int halves = rs_packed_offsets(type) ? 2 : 1;  // d, then m (Q4_1, Q5_1)
         for (int s = 0; s < halves; ++s) std::memcpy(group + 2 * (s * RS_PACKED_COLUMNS + c), block + 2 * s, 2);

@@ -1,9 +1,10 @@
-"""Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K or Q6_K part's whole
-tiles of 16 rows repacked column by column, which calls of any number of rows read with int16 activations (int8:
+"""Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K part's
+whole tiles of 16 rows repacked column by column, which calls of any number of rows read with int16 activations (int8:
 below 16).
 
 - the packed bytes hold what packed_layout.h says: read back by that description, every code of the file's
-  blocks, and their scales (Q4_K, Q6_K: each group's scales and offset as the gguf package dequantises them);
+  blocks, and their scales (Q4_K, Q5_K, Q6_K: each group's scales and offset as the gguf package dequantises
+  them);
 - a row's outputs have the same bits in calls of 1 to 33 rows, and the same bits as the int16 tiles
   (int16_tiles.h) give from the file's blocks, on every instruction-set path: the two kernels do the same
   arithmetic in the same order; columns past the last whole tile (the row kernels below 16 rows) are left
@@ -30,7 +31,7 @@ from tests.random_blocks import random_rows
 
 pytestmark = needs_kernels
 
-PACKED = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K")
+PACKED = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
 ROWS = 37  # two whole tiles and 5 rows the row kernels take
 COLS = 512  # two Q4_K blocks
 
@@ -56,10 +57,21 @@ def _file_codes(type_name: str, blocks: np.ndarray) -> np.ndarray:
             top = per_block[..., 128 + half * 32 :][..., :32] >> (2 * quarter) & 3
             codes[:, :, j] = low | top << 4
         return codes.reshape(rows, -1, 32)
-    if type_name == "Q4_K":  # 4 runs of 32 bytes: sub-block 2i in their low nibbles, 2i + 1 in the high ones
-        runs = per_block[..., 16:144].reshape(blocks.shape[0], -1, 4, 32)
-        codes = np.stack([runs & 0x0F, runs >> 4], axis=3)  # (rows, blocks, 4, 2, 32)
-        return codes.reshape(blocks.shape[0], -1, 32).astype(np.int32)
+    if type_name in (
+        "Q4_K",
+        "Q5_K",
+    ):  # 4 runs of 32 bytes: sub-block 2i in their low nibbles, 2i + 1 in the high
+        start = 48 if type_name == "Q5_K" else 16
+        runs = per_block[..., start : start + 128].reshape(blocks.shape[0], -1, 4, 32)
+        codes = (
+            np.stack([runs & 0x0F, runs >> 4], axis=3).reshape(blocks.shape[0], -1, 8, 32).astype(np.int32)
+        )
+        if (
+            type_name == "Q5_K"
+        ):  # byte i of the 32 before the nibbles: bit j, sub-block j's code i's fifth bit
+            fifth = per_block[..., 16:48].astype(np.int32)[:, :, None, :] >> np.arange(8)[:, None] & 1
+            codes |= fifth << 4
+        return codes.reshape(blocks.shape[0], -1, 32)
     halves = 2 if type_name in ("Q4_1", "Q5_1") else 1
     high = 4 if type_name.startswith("Q5") else 0
     nibbles = per_block[..., 2 * halves + high : 2 * halves + high + 16]
@@ -75,7 +87,7 @@ def _file_scales(type_name: str, blocks: np.ndarray) -> np.ndarray:
     and Q6_K's from the gguf package's dequantisation of the blocks with every code set to known values."""
     kind = BY_NAME[type_name]
     per_block = blocks.reshape(blocks.shape[0], -1, kind.block_bytes)
-    if type_name not in ("Q4_K", "Q6_K"):
+    if type_name not in ("Q4_K", "Q5_K", "Q6_K"):
         count = 2 if type_name in ("Q4_1", "Q5_1") else 1
         halves = per_block[..., : 2 * count].copy().view(np.float16).astype(np.float32)
         return halves.reshape(blocks.shape[0], -1, count)
@@ -86,21 +98,24 @@ def _file_scales(type_name: str, blocks: np.ndarray) -> np.ndarray:
         ones = dequantize(uniform.reshape(blocks.shape[0], -1), gguf.GGMLQuantizationType.Q6_K)
         return ones.reshape(blocks.shape[0], -1, 2, 16)[..., 0].astype(np.float32)
     values = []
+    start = 48 if type_name == "Q5_K" else 16
     for code in (0x00, 0x11):
         uniform = per_block.copy()
-        uniform[..., 16:144] = code
-        values.append(dequantize(uniform.reshape(blocks.shape[0], -1), gguf.GGMLQuantizationType.Q4_K))
+        uniform[..., start : start + 128] = code
+        uniform[..., 16:start] = 0  # Q5_K: no fifth bits
+        kind_id = gguf.GGMLQuantizationType[type_name]
+        values.append(dequantize(uniform.reshape(blocks.shape[0], -1), kind_id))
     at_zero, at_one = (v.reshape(blocks.shape[0], -1, 32)[..., 0] for v in values)
     return np.stack([at_one - at_zero, at_zero], axis=-1).astype(np.float32)
 
 
 def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
     """The packed bytes read back as packed_layout.h describes them, in _file_codes' and _file_scales' shapes."""
-    scales = 2 if type_name in ("Q4_1", "Q5_1", "Q4_K", "Q6_K") else 1
-    scale_type = np.float32 if type_name in ("Q4_K", "Q6_K") else np.float16
+    scales = 2 if type_name in ("Q4_1", "Q5_1", "Q4_K", "Q5_K", "Q6_K") else 1
+    scale_type = np.float32 if type_name in ("Q4_K", "Q5_K", "Q6_K") else np.float16
     scale_bytes = scales * 16 * np.dtype(scale_type).itemsize
     code_bytes = 512 if type_name == "Q8_0" else 256
-    high_bytes = 128 if type_name in ("Q5_0", "Q5_1", "Q6_K") else 0
+    high_bytes = 128 if type_name in ("Q5_0", "Q5_1", "Q5_K", "Q6_K") else 0
     tiles = packed.reshape(-1, groups, scale_bytes + code_bytes + high_bytes)
     values = tiles[..., :scale_bytes].copy().view(scale_type).astype(np.float32)
     values = values.reshape(-1, groups, scales, 16)
@@ -137,14 +152,16 @@ def test_the_packed_bytes_are_the_files_codes_and_scales_column_by_column(type_n
     blocks = _blocks(type_name)
     packed = native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks))
     # Q4_K: its scales and offsets as float32; Q5: 4 bytes of fifth bits a group spread over 8
-    extra = {"Q4_K": 4 / 3, "Q6_K": 256 / 210, "Q5_0": 26 / 22, "Q5_1": 28 / 24}.get(type_name, 1)
+    extra = {"Q4_K": 4 / 3, "Q5_K": 256 / 176, "Q6_K": 256 / 210, "Q5_0": 26 / 22, "Q5_1": 28 / 24}.get(
+        type_name, 1
+    )
     assert packed is not None and packed.numel() == 32 * blocks.shape[1] * extra  # the whole tiles
     codes, scales = _read_packed(type_name, packed.numpy(), COLS // 32)
     np.testing.assert_array_equal(codes, _file_codes(type_name, blocks[:32]))
     np.testing.assert_array_equal(scales, _file_scales(type_name, blocks[:32]))
 
 
-@pytest.mark.parametrize("type_name", ["Q5_K", "Q3_K", "Q2_K", "IQ4_NL", "F16"])
+@pytest.mark.parametrize("type_name", ["Q3_K", "Q2_K", "IQ4_NL", "IQ4_XS", "F16"])
 def test_a_type_without_a_packed_form_gets_none(type_name):
     blocks = random_rows(type_name, ROWS, 256, seed=1)
     assert native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks)) is None
