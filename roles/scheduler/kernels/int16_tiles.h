@@ -152,31 +152,36 @@ static RS_ALWAYS_INLINE __m256 rs_cols_zero_f() { return _mm256_setzero_ps(); }
 static RS_ALWAYS_INLINE void rs_cols_store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
 #endif
 
-// acc[m] += sums[m] (a group's, or a half-group's, integer sums) times the columns' scales (at scale) times
-// the step of group g of row first + m: one float multiply-add per row and register.
+// acc[m] += sums[m] (a group's, or a half-group's, integer sums) times the columns' scales times the step of
+// group g of row first + m: one float multiply-add per row and register.
 template <int M>
-static RS_ALWAYS_INLINE void rs_tile_scale(rs_cols_f* acc, const rs_cols_i* sums, const float* scale,
+static RS_ALWAYS_INLINE void rs_tile_scale(rs_cols_f* acc, const rs_cols_i* sums, rs_cols_f columns,
                                            const rs_int16_rows& x, int64_t first, int64_t k, int64_t g) {
-    const rs_cols_f columns = rs_cols_load(scale);
     for (int m = 0; m < M; ++m) {
         const float step = x.scale[(first + m) * (k / RS_GROUP) + g];
         acc[m] = rs_cols_fmadd(rs_cols_float(sums[m]), rs_cols_mul(columns, rs_cols_set1(step)), acc[m]);
     }
 }
 
-// acc[m] += the columns' offsets of group g (offset: its half 0, RS_TILE_COLUMNS apart from half 1) times the
-// float sums of the unrounded inputs of row first + m they cover.
+// acc[m] += the columns' offsets of half h of group g (HALF_SCALES; else of the whole group) times the float
+// sums of the unrounded inputs of row first + m they cover.
+template <int M, bool HALF_SCALES>
+static RS_ALWAYS_INLINE void rs_tile_offset(rs_cols_f* acc, rs_cols_f columns, const rs_int16_rows& x, int64_t first,
+                                            int64_t k, int64_t g, int h) {
+    for (int m = 0; m < M; ++m) {
+        const float* row_sums = x.sums + (first + m) * (k / 16) + 2 * g;
+        const float sum = HALF_SCALES ? row_sums[h] : row_sums[0] + row_sums[1];
+        acc[m] = rs_cols_fmadd(columns, rs_cols_set1(sum), acc[m]);
+    }
+}
+
+// rs_tile_offset for each half of group g (one unless HALF_SCALES), its offsets at offset (half 1's
+// RS_TILE_COLUMNS further).
 template <int M, bool HALF_SCALES>
 static RS_ALWAYS_INLINE void rs_tile_offsets(rs_cols_f* acc, const float* offset, const rs_int16_rows& x,
                                              int64_t first, int64_t k, int64_t g) {
-    for (int h = 0; h < (HALF_SCALES ? 2 : 1); ++h) {
-        const rs_cols_f columns = rs_cols_load(offset + h * RS_TILE_COLUMNS);
-        for (int m = 0; m < M; ++m) {
-            const float* row_sums = x.sums + (first + m) * (k / 16) + 2 * g;
-            const float sum = HALF_SCALES ? row_sums[h] : row_sums[0] + row_sums[1];
-            acc[m] = rs_cols_fmadd(columns, rs_cols_set1(sum), acc[m]);
-        }
-    }
+    for (int h = 0; h < (HALF_SCALES ? 2 : 1); ++h)
+        rs_tile_offset<M, HALF_SCALES>(acc, rs_cols_load(offset + h * RS_TILE_COLUMNS), x, first, k, g, h);
 }
 
 // out[r, c] for M quantised rows from `first` and the panel's columns [lane, lane + RS_TILE_LANES), every
@@ -198,7 +203,7 @@ static RS_ALWAYS_INLINE void rs_int16_tile(const rs_tile_panel& panel, int64_t g
             for (int q = h * HALF; q < (h + 1) * HALF; ++q)
                 for (int m = 0; m < M; ++m) sums[m] = rs_cols_madd(sums[m], codes + q * RS_TILE_COLUMNS, rows[m] + 2 * q);
             if (!HALF_SCALES && h == 0) continue;  // one scale for the group: its 32 products in one sum
-            rs_tile_scale<M>(acc, sums, panel.scale + (g * 2 + h) * RS_TILE_COLUMNS + lane, x, first, k, g);
+            rs_tile_scale<M>(acc, sums, rs_cols_load(panel.scale + (g * 2 + h) * RS_TILE_COLUMNS + lane), x, first, k, g);
             for (int m = 0; m < M; ++m) sums[m] = rs_cols_zero_i();
         }
         if constexpr (OFFSETS) rs_tile_offsets<M, HALF_SCALES>(acc, panel.offset + g * 2 * RS_TILE_COLUMNS + lane, x, first, k, g);

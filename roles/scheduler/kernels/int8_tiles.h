@@ -113,7 +113,7 @@ static RS_ALWAYS_INLINE void rs_int8_tile(const rs_int8_panel& panel, int64_t gr
                     sums[m] = _mm512_dpbusd_epi32(sums[m], _mm512_set1_epi32(quad), w);
                 }
             }
-            rs_tile_scale<M>(acc, sums, panel.scale + (g * 2 + h) * RS_TILE_COLUMNS, x, first, k, g);
+            rs_tile_scale<M>(acc, sums, rs_cols_load(panel.scale + (g * 2 + h) * RS_TILE_COLUMNS), x, first, k, g);
         }
         if constexpr (OFFSETS) rs_tile_offsets<M, HALF_SCALES>(acc, panel.offset + g * 2 * RS_TILE_COLUMNS, x, first, k, g);
         for (int m = 0; m < M; ++m) rows[m] += RS_GROUP;

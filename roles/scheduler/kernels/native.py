@@ -182,11 +182,12 @@ def packed_rows(type_id: int, blocks: torch.Tensor) -> torch.Tensor | None:
     blocks' codes and scales column by column), as bytes; None for a type the kernels take only as the file
     stores it, or a part of fewer than 16 rows."""
     lib = library()
-    size = lib.rs_packed_bytes(type_id, blocks.shape[0], blocks.shape[1]) if blocks.is_contiguous() else 0
+    rows, row_bytes = blocks.shape
+    size = lib.rs_packed_bytes(type_id, rows, row_bytes) if blocks.is_contiguous() else 0
     if size == 0:
         return None
     out = torch.empty(size, dtype=torch.uint8)
-    lib.rs_pack_rows(type_id, blocks.shape[0], blocks.stride(0), blocks.data_ptr(), out.data_ptr())
+    lib.rs_pack_rows(type_id, rows, row_bytes, blocks.data_ptr(), out.data_ptr())
     return out
 
 

@@ -7,8 +7,9 @@
 // kernels widen one row's codes and sum across lanes at the end, and where the int16 tiles (int16_tiles.h)
 // decode a panel of the work item's codes for every call.
 // Per group and row, one float multiply-add applies the columns' scales times the row's step, then the
-// offsets meet the float sums of the unrounded inputs: the int16 tiles' arithmetic in the same order, so a
-// row's outputs have the same bits whatever the number of rows in its call.
+// offsets meet the float sums of the unrounded inputs, through the int16 tiles' own rs_tile_scale and
+// rs_tile_offset: their arithmetic in the same order, so a row's outputs have the same bits whatever the
+// number of rows in its call.
 #pragma once
 
 #include <immintrin.h>
@@ -81,23 +82,11 @@ static RS_ALWAYS_INLINE __m256i rs_cols_madd_pair(__m256i acc, __m256i codes, co
 }
 #endif
 
-// The columns' scales (or offsets) at p: half floats, or float32 for Q4_K.
+// The columns' scales (or offsets) at p: half floats, or float32 for Q4_K, Q5_K and Q6_K.
 template <int TYPE>
 static RS_ALWAYS_INLINE rs_cols_f rs_packed_columns(const uint8_t* p) {
     if constexpr (rs_packed_scale_bytes(TYPE) == 4) return rs_cols_load(reinterpret_cast<const float*>(p));
     else return rs_cols_halves(p);
-}
-
-// acc[m] += sums[m] times the columns' scales at p times the step of group g of row first + m (rs_tile_scale's
-// arithmetic).
-template <int TYPE, int M>
-static RS_ALWAYS_INLINE void rs_packed_scale(rs_cols_f* acc, const rs_cols_i* sums, const uint8_t* p,
-                                             const rs_int16_rows& x, int64_t first, int64_t k, int64_t g) {
-    const rs_cols_f columns = rs_packed_columns<TYPE>(p);
-    for (int m = 0; m < M; ++m) {
-        const float step = x.scale[(first + m) * (k / RS_GROUP) + g];
-        acc[m] = rs_cols_fmadd(rs_cols_float(sums[m]), rs_cols_mul(columns, rs_cols_set1(step)), acc[m]);
-    }
 }
 
 // out[m, lane + c] for M quantised rows from `first` and the packed tile's columns [lane, lane + RS_TILE_LANES).
@@ -142,7 +131,7 @@ static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups,
                 }
                 if constexpr (rs_packed_half_scales(TYPE)) {
                     if (t == 1) {  // codes 0-15: their own scale
-                        rs_packed_scale<TYPE, M>(acc, sums, group + lane * SCALE, x, first, k, g);
+                        rs_tile_scale<M>(acc, sums, rs_packed_columns<TYPE>(group + lane * SCALE), x, first, k, g);
                         for (int m = 0; m < M; ++m) sums[m] = rs_cols_zero_i();
                     }
                 }
@@ -150,14 +139,10 @@ static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups,
         }
         // The group's (Q6_K: codes 16-31's) scale.
         const int second = rs_packed_half_scales(TYPE) ? RS_PACKED_COLUMNS : 0;
-        rs_packed_scale<TYPE, M>(acc, sums, group + (second + lane) * SCALE, x, first, k, g);
-        if constexpr (rs_packed_offsets(TYPE)) {
-            const rs_cols_f offsets = rs_packed_columns<TYPE>(group + (RS_PACKED_COLUMNS + lane) * SCALE);
-            for (int m = 0; m < M; ++m) {
-                const float* row_sums = x.sums + (first + m) * (k / 16) + 2 * g;
-                acc[m] = rs_cols_fmadd(offsets, rs_cols_set1(row_sums[0] + row_sums[1]), acc[m]);
-            }
-        }
+        rs_tile_scale<M>(acc, sums, rs_packed_columns<TYPE>(group + (second + lane) * SCALE), x, first, k, g);
+        if constexpr (rs_packed_offsets(TYPE))
+            rs_tile_offset<M, false>(acc, rs_packed_columns<TYPE>(group + (RS_PACKED_COLUMNS + lane) * SCALE), x, first,
+                                     k, g, 0);
         for (int m = 0; m < M; ++m) rows[m] += RS_GROUP;
     }
     for (int m = 0; m < M; ++m) rs_cols_store(out + (first + m) * ldo + lane, acc[m]);
