@@ -23,8 +23,7 @@ from roles.scheduler.expert_stats.reporter import BalancednessReporter
 from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache.kv_groups import build_kv_groups
 from roles.scheduler.kv_cache.paged_kv import GroupedKVCache
-from roles.scheduler.models.block_linear import BlockLinear
-from roles.scheduler.models.file_pages import file_backed_spans
+from roles.scheduler.models.block_linear import prepare_kernel_views
 from roles.scheduler.models.rotary import long_rope_from
 from roles.scheduler.sampling.sampler import Sampler
 from roles.scheduler.sampling.token_constraints import GrammarFailure, TokenConstraints, advance
@@ -108,13 +107,7 @@ class Engine:
         self.config = config
         self.model, self.shape = model_and_shape
         if isinstance(self.model, torch.nn.Module) and native.unavailable_reason() is None:
-            # The kernels' views, with their packed tiles, now rather than in the first request's time; then
-            # the file's pages the packed tiles replace leave this process's memory.
-            spans = file_backed_spans()
-            for module in self.model.modules():
-                if isinstance(module, BlockLinear):
-                    module.kernel_view()
-                    module.drop_packed_file_pages(spans)
+            prepare_kernel_views(self.model)
         self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
         num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
         self.kv_groups = build_kv_groups(self.shape, config)

@@ -19,6 +19,7 @@ ABI_VERSION = 9
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
+PACKED_TILE_ROWS = 16  # output rows a packed tile holds (RS_PACKED_COLUMNS, packed_layout.h)
 
 _ptr = ctypes.c_void_p
 
@@ -31,7 +32,7 @@ class RsPart(ctypes.Structure):
         ("rows", ctypes.c_int32),
         ("row_bytes", ctypes.c_int64),
         ("data", _ptr),
-        ("packed", _ptr),  # its whole tiles of 16 rows repacked (packed_rows), or null
+        ("packed", _ptr),  # its whole tiles of PACKED_TILE_ROWS rows repacked (packed_rows), or null
     ]
 
 
@@ -178,9 +179,9 @@ def linear_view(
 
 
 def packed_rows(type_id: int, blocks: torch.Tensor) -> torch.Tensor | None:
-    """A part's whole tiles of 16 rows repacked for linears with int16 activations (packed_layout.h: the
-    blocks' codes and scales column by column), as bytes; None for a type the kernels take only as the file
-    stores it, or a part of fewer than 16 rows."""
+    """A part's whole tiles of PACKED_TILE_ROWS rows repacked for linears with integer activations
+    (packed_layout.h: the blocks' codes and scales column by column), as bytes; None for a type the kernels
+    take only as the file stores it, or a part of fewer than PACKED_TILE_ROWS rows."""
     lib = library()
     rows, row_bytes = blocks.shape
     size = lib.rs_packed_bytes(type_id, rows, row_bytes) if blocks.is_contiguous() else 0

@@ -14,7 +14,7 @@ from torch import nn
 
 from roles.model_files.tensor_types import BY_ID
 from roles.scheduler.kernels import native
-from roles.scheduler.models.file_pages import drop_file_pages
+from roles.scheduler.models.file_pages import drop_file_pages, file_backed_spans
 from roles.scheduler.models.placeholders import meta
 
 
@@ -30,8 +30,9 @@ class BlockLinear(nn.Module):
         for index, blocks in enumerate(parts):
             self.register_buffer(f"blocks_{index}", blocks)
         self._view: native.RsLinear | None = None
-        # Per part its whole tiles repacked for calls of few rows (native.packed_rows), made when the view is
-        # first built with integer activations on; None for a part whose type has no packed form.
+        # Per part its whole tiles repacked (native.packed_rows), made when the view is first built with integer
+        # activations on: every call with int16 activations reads them (int8: calls of fewer than 16 rows);
+        # None for a part whose type has no packed form.
         self._packed: list[torch.Tensor | None] | None = None
 
     @classmethod
@@ -47,7 +48,7 @@ class BlockLinear(nn.Module):
 
     def kernel_view(self) -> native.RsLinear:
         """The C view of the buffers; rebuilt if they were replaced (e.g. by shared-memory tensors), and once
-        integer activations are on, with the packed tiles that calls of few rows read."""
+        integer activations are on, with the packed tiles."""
         parts = self._parts()
         view = self._view
         pack = self._packed is None and native.activation_dtype() != "float32"
@@ -69,10 +70,12 @@ class BlockLinear(nn.Module):
     def drop_packed_file_pages(self, spans: list[tuple[int, int]]) -> int:
         """Gives back the file's pages of the rows the packed tiles hold (file_pages.drop_file_pages over
         ``spans``, file_pages.file_backed_spans): the bytes dropped."""
-        packed = self._packed or []
+        if self._packed is None:  # float32 activations: nothing packed, every row read from the file
+            return 0
+        tile = native.PACKED_TILE_ROWS
         return sum(
-            drop_file_pages(blocks[: blocks.shape[0] // 16 * 16], spans)
-            for blocks, tiles in zip(self._parts(), packed, strict=True)
+            drop_file_pages(blocks[: blocks.shape[0] // tile * tile], spans)
+            for blocks, tiles in zip(self._parts(), self._packed, strict=True)
             if tiles is not None
         )
 
@@ -83,3 +86,16 @@ class BlockLinear(nn.Module):
     def rows(self, ids: torch.Tensor) -> torch.Tensor:
         """Rows of W as float32: the embedding lookup when W is an embedding table."""
         return native.weight_rows(self.kernel_view(), ids.to(torch.int64).contiguous())
+
+
+def prepare_kernel_views(model: nn.Module) -> int:
+    """Builds every BlockLinear's kernel view of `model` now, with its packed tiles, rather than in the first
+    request's time; then the file's pages those tiles replace leave this process's memory. The bytes given
+    back."""
+    spans = file_backed_spans()
+    dropped = 0
+    for module in model.modules():
+        if isinstance(module, BlockLinear):
+            module.kernel_view()
+            dropped += module.drop_packed_file_pages(spans)
+    return dropped

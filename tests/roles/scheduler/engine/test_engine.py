@@ -8,6 +8,8 @@ import pytest
 from roles.protocol import SamplingFields
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config
+from roles.scheduler.kernels import native
+from tests.kernel_gate import needs_kernels
 from tests.roles.scheduler.scheduler_fakes import RecallModel, expected_greedy, fake_shape
 from tests.tiny_checkpoint import write_tiny_llama
 
@@ -115,6 +117,18 @@ def test_default_model_batched_greedy_equals_alone():
     params = SamplingFields(temperature=0, max_tokens=6, ignore_eos=True)
     batched = engine.generate(prompts, params)
     assert batched == [engine.generate([p], params)[0] for p in prompts]
+
+
+@needs_kernels
+@pytest.mark.parametrize("activations", native.ACTIVATION_DTYPES)
+def test_the_default_model_builds_and_generates_with_every_activation_dtype(activations):
+    """Each exec.activation_dtype builds its kernels' views (packed tiles for the integer ones, none for
+    float32) and generates."""
+    config = engine_config(model_path="smollm2", kv_cache_tokens=512, activation_dtype=activations)
+    engine = Engine(config)
+    assert native.activation_dtype() == activations
+    params = SamplingFields(temperature=0, max_tokens=4, ignore_eos=True)
+    assert len(engine.generate([[1, 9690, 198, 2683]], params)[0]) == 4
 
 
 def test_the_first_token_carries_the_queue_time_and_the_prefix_cache_counts_each_prompt_once(tiny_path):

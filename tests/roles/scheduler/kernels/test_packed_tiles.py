@@ -167,9 +167,15 @@ def test_a_type_without_a_packed_form_gets_none(type_name):
     assert native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks)) is None
 
 
-def test_fewer_than_16_rows_are_not_packed():
-    blocks = random_rows("Q4_0", 15, COLS, seed=2)
-    assert native.packed_rows(BY_NAME["Q4_0"].type_id, torch.from_numpy(blocks)) is None
+def test_a_tile_is_packed_tile_rows_rows_and_fewer_are_not_packed():
+    """native.PACKED_TILE_ROWS is the C layout's tile height: that many rows pack, one fewer do not."""
+    tile = native.PACKED_TILE_ROWS
+    for rows, packed in ((tile - 1, False), (tile, True), (2 * tile + 1, True)):
+        blocks = random_rows("Q4_0", rows, COLS, seed=2)
+        out = native.packed_rows(BY_NAME["Q4_0"].type_id, torch.from_numpy(blocks))
+        assert (out is not None) == packed, rows
+        if packed:  # Q4_0 packs into the file's own size: the whole tiles' bytes, no more
+            assert out.numel() == rows // tile * tile * blocks.shape[1]
 
 
 @pytest.mark.parametrize("type_name", PACKED)
