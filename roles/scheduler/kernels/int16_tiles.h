@@ -237,18 +237,27 @@ static RS_ALWAYS_INLINE void rs_tile_passes(int64_t rows, int64_t n0, int64_t co
     }
 }
 
-// Every one of `rows` quantised rows against part rows [n0, n1) (at most RS_TILE_COLUMNS of them).
-template <int TYPE>
-static void rs_linear_int16_tiles(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int16_rows& x,
-                                  int64_t rows, int64_t k, float* out, int64_t ldo) {
-    const int64_t groups = k / RS_GROUP;
+// Every one of `rows` quantised rows against output columns [n0, n1) (at most RS_TILE_COLUMNS of them) of
+// type TYPE, groups groups of k weights each, their panel filled by decode(panel).
+template <int TYPE, typename Decode>
+static void rs_int16_tiles_over(int64_t groups, int64_t n0, int64_t n1, const rs_int16_rows& x, int64_t rows,
+                                int64_t k, float* out, int64_t ldo, Decode decode) {
     const int64_t code_words = groups * RS_TILE_PAIRS * RS_TILE_COLUMNS, panel_floats = groups * 2 * RS_TILE_COLUMNS;
     int32_t* codes = rs_panel_buffer<int32_t>(code_words + 2 * panel_floats + RS_TILE_ROWS * RS_TILE_COLUMNS);
     float* floats = reinterpret_cast<float*>(codes + code_words);
     const rs_tile_panel panel{codes, floats, floats + panel_floats};
     float* tile = floats + 2 * panel_floats;
-    rs_decode_tile_panel<TYPE>(p, blocks, n0, n1, panel);
+    decode(panel);
     rs_tile_passes(rows, n0, n1 - n0, tile, out, ldo, [&](int64_t r, int64_t m, float* t) {
         rs_int16_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, t);
     });
+}
+
+// Every one of `rows` quantised rows against part rows [n0, n1) (at most RS_TILE_COLUMNS of them), decoded from
+// the part's blocks.
+template <int TYPE>
+static void rs_linear_int16_tiles(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int16_rows& x,
+                                  int64_t rows, int64_t k, float* out, int64_t ldo) {
+    rs_int16_tiles_over<TYPE>(k / RS_GROUP, n0, n1, x, rows, k, out, ldo,
+                              [&](const rs_tile_panel& panel) { rs_decode_tile_panel<TYPE>(p, blocks, n0, n1, panel); });
 }
