@@ -3,8 +3,8 @@
 Three verdicts, from the launcher settings:
 - late: silent past launcher.late_after_s. /health answers 503 naming it and new requests are refused until
   it is heard again (a late role is one requests would wait on in vain).
-- hung: silent past launcher.heartbeat_timeout_s. A role whose heartbeat comes from a thread (the scheduler,
-  roles/heartbeat.py) is silent only when it does not run at all: stopped, or wedged in native code.
+- hung: silent past launcher.heartbeat_timeout_s. A role whose heartbeat comes from a thread (the scheduler and
+  the encoder, roles/heartbeat.py) is silent only when it does not run at all: stopped, or wedged in native code.
 - stuck: heard, holding requests, but no step completed for launcher.stall_timeout_s: alive and not
   progressing. Busy is the opposite: steps advance, however long each takes.
 Hung and stuck children are handled as dead ones.

@@ -511,8 +511,8 @@ _declare(
     float,
     10.0,
     "A ready child silent this long is hung (stopped, or wedged in native code): handled as a dead one. The "
-    "scheduler beats from a thread every 0.25 s however long its steps take, so only a process that does not "
-    "run falls silent.",
+    "scheduler and the encoder beat from a thread every 0.25 s however long their steps and batches take, so "
+    "only a process that does not run falls silent.",
     minimum=1,
 )
 _declare(
@@ -520,8 +520,9 @@ _declare(
     "stall_timeout_s",
     float,
     120.0,
-    "A scheduler that holds requests but completes no step this long is stuck (alive, not progressing): handled "
-    "as a dead one. Its heartbeat comes from a thread, so a long step is never taken for a stuck one.",
+    "A scheduler (or encoder) that holds requests but completes no step (batch) this long is stuck (alive, not "
+    "progressing): handled as a dead one. Its heartbeat comes from a thread, so a long step is never taken for a "
+    "stuck one.",
     minimum=1,
 )
 _declare(

@@ -38,6 +38,12 @@ class EncoderServer:
         self.frames = FrameCounter()
         self.info = EncoderInfo(model.name, model.dimensions, model.max_input_tokens)
         self._last_info = 0.0
+        # The progress the heartbeat thread reports (plain ints the loop assigns): batches run, requests held.
+        self.num_batches = 0
+        self.num_held = 0
+
+    def progress(self) -> tuple[int, int]:
+        return self.num_batches, self.num_held
 
     def announce(self) -> None:
         now = time.monotonic()
@@ -47,6 +53,9 @@ class EncoderServer:
                 push.send(encode(self.info), zmq.NOBLOCK)
 
     def run(self) -> None:
+        # A batch of long inputs can take longer than launcher.late_after_s (seconds on a slow CPU): beating
+        # from a thread, the encoder stays heard while it computes and /health stays true (roles/heartbeat.py).
+        self.link.beat_from_thread(self.progress)
         while self.link.shutdown_reason is None:
             due = self.batcher.seconds_until_due()
             timeout_ms = 200 if due is None else int(due * 1000)
@@ -56,7 +65,11 @@ class EncoderServer:
             if self.requests in events:
                 self.drain()
             if self.batcher.seconds_until_due() == 0.0:
-                self.run_batch(self.batcher.take_batch())
+                batch = self.batcher.take_batch()
+                self.num_held = len(batch) + len(self.batcher.pending)
+                self.run_batch(batch)
+                self.num_batches += 1
+            self.num_held = len(self.batcher.pending)
             self.announce()
             self.link.heartbeat()
 
