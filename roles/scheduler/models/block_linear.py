@@ -31,7 +31,8 @@ class BlockLinear(nn.Module):
             self.register_buffer(f"blocks_{index}", blocks)
         self._view: native.RsLinear | None = None
         # Per part its whole tiles repacked (native.packed_rows), made when the view is first built with integer
-        # activations on: every call with int16 activations reads them (int8: calls of fewer than 16 rows);
+        # activations on: every call with int16 activations reads them (int8: calls of fewer rows than the
+        # int8 tiles take, RS_INT16_MAX_ROWS in the kernels);
         # None for a part whose type has no packed form.
         self._packed: list[torch.Tensor | None] | None = None
 
@@ -91,11 +92,11 @@ class BlockLinear(nn.Module):
 def prepare_kernel_views(model: nn.Module) -> int:
     """Builds every BlockLinear's kernel view of `model` now, with its packed tiles, rather than in the first
     request's time; then the file's pages those tiles replace leave this process's memory. The bytes given
-    back."""
+    back. With float32 activations nothing is packed, and the process's mappings are not read."""
+    linears = [module for module in model.modules() if isinstance(module, BlockLinear)]
+    for linear in linears:
+        linear.kernel_view()
+    if native.activation_dtype() == "float32":
+        return 0
     spans = file_backed_spans()
-    dropped = 0
-    for module in model.modules():
-        if isinstance(module, BlockLinear):
-            module.kernel_view()
-            dropped += module.drop_packed_file_pages(spans)
-    return dropped
+    return sum(linear.drop_packed_file_pages(spans) for linear in linears)
