@@ -140,6 +140,19 @@ static RS_ALWAYS_INLINE rs_cols_f rs_packed_offset_columns(const uint8_t* group,
     return rs_packed_columns<TYPE>(group + (RS_PACKED_COLUMNS + lane) * rs_packed_scale_bytes(TYPE));
 }
 
+// A call of one or two rows is bound by memory latency: each tile's groups are read once, from memory, and the
+// hardware prefetcher does not run far enough ahead of a stream of 300-600-byte groups. So the first pass over
+// a tile asks for the group RS_PACKED_PREFETCH_GROUPS ahead (into the next tile at its end). On a Zen 1 EPYC
+// (avx2) the one-sequence decode step went from 12.0-13.2 to 9.8-10.8 ms; 6, 8 and 12 groups ahead measured
+// alike, and 4 rows gained nothing (they are bound by instructions).
+constexpr int RS_PACKED_PREFETCH_GROUPS = 8;
+constexpr int RS_PACKED_PREFETCH_MAX_ROWS = 2;
+template <int TYPE>
+static RS_ALWAYS_INLINE void rs_packed_prefetch(const uint8_t* group) {
+    const char* ahead = reinterpret_cast<const char*>(group) + RS_PACKED_PREFETCH_GROUPS * rs_packed_group_bytes(TYPE);
+    for (int offset = 0; offset < rs_packed_group_bytes(TYPE); offset += 64) _mm_prefetch(ahead + offset, _MM_HINT_T0);
+}
+
 // out[m, lane + c] for M quantised rows from `first` and the packed tile's columns [lane, lane + RS_TILE_LANES).
 template <int TYPE, int M>
 static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups, int lane, const rs_int16_rows& x,
@@ -150,6 +163,7 @@ static RS_ALWAYS_INLINE void rs_packed_tile(const uint8_t* tile, int64_t groups,
     for (int m = 0; m < M; ++m) acc[m] = rs_cols_zero_f();
     for (int64_t g = 0; g < groups; ++g) {
         const uint8_t* group = tile + g * rs_packed_group_bytes(TYPE);
+        if (M <= RS_PACKED_PREFETCH_MAX_ROWS && lane == 0) rs_packed_prefetch<TYPE>(group);
         rs_cols_i sums[M];
         for (int m = 0; m < M; ++m) sums[m] = rs_cols_zero_i();
         rs_packed_pairs<TYPE>(group, lane, [&](int q, rs_cols_i pair) {
