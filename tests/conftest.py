@@ -8,6 +8,7 @@ import pytest
 from prometheus_client import values
 
 from runtime_context import reset_context
+from tests.bundled_reference import smollm2_reference_tokenizer  # noqa: F401  (a session fixture)
 from tests.extra_setting import moe_recorder  # noqa: F401  (a fixture for every test)
 
 # kernel_isa: a fixture, once per kernel instruction-set path; float32_activations_after: for every test.

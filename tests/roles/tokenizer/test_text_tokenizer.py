@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import transformers
 
-from roles.model_files.model_path import resolve_model_path
 from roles.tokenizer.chat_template import ChatTemplateError, render_chat_template
 from roles.tokenizer.text_tokenizer import TextTokenizer, load_text_tokenizer
 from tests.tiny_checkpoint import write_tiny_llama
@@ -57,10 +56,8 @@ CONVERSATIONS = [
 
 
 @pytest.fixture(scope="module")
-def smollm2_pair():
-    path = resolve_model_path("smollm2")
-    reference = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    return load_text_tokenizer("smollm2"), reference
+def smollm2_pair(smollm2_reference_tokenizer):
+    return load_text_tokenizer("smollm2"), smollm2_reference_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -43,10 +43,10 @@ def _assert_same_continuations(ours: list[list[int]], theirs: list[list[int]]) -
 
 
 @pytest.fixture(scope="module")
-def smollm2():
+def smollm2(smollm2_reference_tokenizer):
     """(our model, shape, prompt ids, transformers' greedy continuations), computed once for the module."""
     path = resolve_model_path("smollm2")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    tokenizer = smollm2_reference_tokenizer
     reference = transformers.AutoModelForCausalLM.from_pretrained(
         path.parent, gguf_file=path.name, dtype=torch.float32
     )
