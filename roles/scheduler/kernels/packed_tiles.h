@@ -143,8 +143,8 @@ static RS_ALWAYS_INLINE rs_cols_f rs_packed_offset_columns(const uint8_t* group,
 // A call of one or two rows is bound by memory latency: each tile's groups are read once, from memory, and the
 // hardware prefetcher does not run far enough ahead of a stream of 300-600-byte groups. So the first pass over
 // a tile asks for the group RS_PACKED_PREFETCH_GROUPS ahead (into the next tile at its end). On a Zen 1 EPYC
-// (avx2) the one-sequence decode step went from 12.0-13.2 to 9.8-10.8 ms; 6, 8 and 12 groups ahead measured
-// alike, and 4 rows gained nothing (they are bound by instructions).
+// (avx2) the bundled model's one-sequence decode step went from 12.9 to 10.2 ms (best of three alternating
+// runs); 6, 8 and 12 groups ahead measured alike, and 4 rows gained nothing (they are bound by instructions).
 constexpr int RS_PACKED_PREFETCH_GROUPS = 8;
 constexpr int RS_PACKED_PREFETCH_MAX_ROWS = 2;
 template <int TYPE>

@@ -68,10 +68,15 @@ class BlockLinear(nn.Module):
             )
         return view
 
+    @property
+    def is_packed(self) -> bool:
+        """Whether the kernel view was built with packed tiles (never with float32 activations)."""
+        return self._packed is not None
+
     def drop_packed_file_pages(self, spans: list[tuple[int, int]]) -> int:
         """Gives back the file's pages of the rows the packed tiles hold (file_pages.drop_file_pages over
         ``spans``, file_pages.file_backed_spans): the bytes dropped."""
-        if self._packed is None:  # float32 activations: nothing packed, every row read from the file
+        if not self.is_packed:  # float32 activations: nothing packed, every row read from the file
             return 0
         tile = native.PACKED_TILE_ROWS
         return sum(
@@ -92,11 +97,12 @@ class BlockLinear(nn.Module):
 def prepare_kernel_views(model: nn.Module) -> int:
     """Builds every BlockLinear's kernel view of `model` now, with its packed tiles, rather than in the first
     request's time; then the file's pages those tiles replace leave this process's memory. The bytes given
-    back. With float32 activations nothing is packed, and the process's mappings are not read."""
+    back. When nothing was packed (float32 activations) the process's mappings are not read."""
     linears = [module for module in model.modules() if isinstance(module, BlockLinear)]
     for linear in linears:
         linear.kernel_view()
-    if native.activation_dtype() == "float32":
+    packed = [linear for linear in linears if linear.is_packed]
+    if not packed:
         return 0
     spans = file_backed_spans()
-    return sum(linear.drop_packed_file_pages(spans) for linear in linears)
+    return sum(linear.drop_packed_file_pages(spans) for linear in packed)
