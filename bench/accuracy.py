@@ -51,17 +51,22 @@ def agreement(
     print(f"{'mode':<6} {'top-1 agreement':>16} {'max |logit diff|':>17}")
     for mode in modes:
         model, _ = load_model(path, weight_dtype=mode)
-        agree = total = 0
-        largest = 0.0
-        for group, (continuations, exact_logits) in zip(groups, references, strict=True):
-            logits = forced_decode_logits(
-                model, shape, group, continuations, kv_dtype=getattr(torch, kv_dtype)
-            )
-            for ours, theirs in zip(logits, exact_logits, strict=True):
-                agree += int((ours.argmax(-1) == theirs.argmax(-1)).sum())
-                total += theirs.shape[0]
-                largest = max(largest, float((ours - theirs).abs().max()))
+        agree, total, largest = forced_agreement(model, shape, groups, references, kv_dtype)
         print(f"{mode:<6} {agree:>6} / {total:<4} {agree / total:6.1%} {largest:>12.3f}")
+
+
+def forced_agreement(model, shape, groups, references, kv_dtype: str = "float32") -> tuple[int, int, float]:
+    """model fed exact's greedy tokens (references: per group, its continuations and exact's logits): how many
+    positions' top token is exact's, out of how many, and the largest logit difference."""
+    agree = total = 0
+    largest = 0.0
+    for group, (continuations, exact_logits) in zip(groups, references, strict=True):
+        logits = forced_decode_logits(model, shape, group, continuations, kv_dtype=getattr(torch, kv_dtype))
+        for ours, theirs in zip(logits, exact_logits, strict=True):
+            agree += int((ours.argmax(-1) == theirs.argmax(-1)).sum())
+            total += theirs.shape[0]
+            largest = max(largest, float((ours - theirs).abs().max()))
+    return agree, total, largest
 
 
 def main() -> None:

@@ -1,0 +1,115 @@
+"""What rounding a linear's inputs to integers costs by itself, before any kernel: `exact` (float32 weights
+dequantised from the file) with chosen linears' inputs rounded to BITS-bit integers, each group of GROUP inputs
+with its own step, teacher forced as bench/accuracy.py is.
+
+    .venv/bin/python bench/activation_rounding.py [--bits 8 16] [--groups 32 16] [--kinds all down_proj ...]
+        [--model smol-q4_k_m.gguf] [--tokens 32]
+
+exact decodes the default model's 16 prompts greedily; then, for every bits x group x kinds, the same model is
+fed exact's tokens while every linear of the named kinds (the last part of its module name: qkv_proj, o_proj,
+gate_up_proj, down_proj; `head` for the vocabulary projection; `all` for every one) multiplies its inputs
+rounded to nearest on a symmetric grid whose step is the group's largest magnitude / (2^(bits-1) - 1). 8 bits
+in groups of 32 is exec.activation_dtype int8's rounding, 16 in groups of 32 int16's (both with offsets on the
+unrounded sums, which this leaves out). Printed: top-1 agreement with exact and the largest logit difference.
+
+A kernel's integer products add no error of their own (they are exact in int32), so its agreement should not
+fall below the figure its scheme's rounding gives here: below it, the kernel loses more than its rounding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import pathlib
+import sys
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from bench.accuracy import forced_agreement  # noqa: E402
+from roles.scheduler.loading.from_file import load_model  # noqa: E402
+from roles.scheduler.models.quantized_linear import DenseLinear  # noqa: E402
+from tests.paged_greedy import greedy_decode_with_logits  # noqa: E402
+from tests.roles.scheduler.models.test_auto_mode import PROMPTS  # noqa: E402
+
+HEAD = "head"
+
+
+def round_inputs(x: torch.Tensor, bits: int, group: int) -> torch.Tensor:
+    """x with each run of `group` values along its last dimension rounded to nearest on the symmetric grid of
+    2^(bits-1) - 1 steps up to the run's largest magnitude (a run of zeros stays zero)."""
+    if x.shape[-1] % group:
+        raise ValueError(f"the last dimension ({x.shape[-1]}) is not a multiple of the group ({group})")
+    runs = x.reshape(-1, group)
+    step = runs.abs().amax(dim=-1, keepdim=True) / (2 ** (bits - 1) - 1)
+    step = torch.where(step > 0, step, torch.ones_like(step))
+    return (torch.round(runs / step) * step).reshape(x.shape)
+
+
+def linear_kinds(model: nn.Module) -> list[str]:
+    """The kinds of linear a model has, as --kinds names them."""
+    names = {
+        name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, DenseLinear)
+    }
+    return sorted(names - {"embedding", "lm_head"}) + [HEAD]
+
+
+@contextlib.contextmanager
+def rounded_inputs(model: nn.Module, kinds: set[str], bits: int, group: int):
+    """Within the block, the chosen kinds of linear of model multiply rounded inputs."""
+    handles = [
+        module.register_forward_pre_hook(
+            lambda _module, args: (round_inputs(args[0], bits, group), *args[1:])
+        )
+        for name, module in model.named_modules()
+        if isinstance(module, DenseLinear) and name.rsplit(".", 1)[-1] in kinds
+    ]
+    if HEAD in kinds:  # the vocabulary projection may be the tied embedding, not a module: its input instead
+        projection = model.vocab_logits
+        model.vocab_logits = lambda hidden: projection(round_inputs(hidden, bits, group))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        if HEAD in kinds:
+            del model.vocab_logits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bits", type=int, nargs="+", default=[8, 16])
+    parser.add_argument("--groups", type=int, nargs="+", default=[32, 16])
+    parser.add_argument(
+        "--kinds", nargs="+", default=["all"], help="kinds of linear, each run alone; all: every one"
+    )
+    parser.add_argument("--model", default="smollm2", help="the default model, or a GGUF file's path")
+    parser.add_argument("--tokens", type=int, default=32)
+    args = parser.parse_args()
+    model, shape = load_model(args.model, weight_dtype="exact")
+    kinds = linear_kinds(model)
+    unknown = set(args.kinds) - {"all", *kinds}
+    if unknown:
+        parser.error(f"no linear of kind {sorted(unknown)} in this model; it has {kinds}")
+    groups = [PROMPTS]
+    references = [greedy_decode_with_logits(model, shape, group, args.tokens) for group in groups]
+    print(
+        f"{args.model}: {len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens"
+    )
+    print(f"{'bits':>4} {'group':>5} {'linears':<48} {'top-1 agreement':>16} {'max |logit diff|':>17}")
+    for bits in args.bits:
+        for group in args.groups:
+            for chosen in args.kinds:
+                selected = set(kinds) if chosen == "all" else {chosen}
+                with rounded_inputs(model, selected, bits, group):
+                    agree, total, largest = forced_agreement(model, shape, groups, references)
+                label = "all: " + ", ".join(kinds) if chosen == "all" else chosen
+                print(
+                    f"{bits:>4} {group:>5} {label:<48} {agree:>6} / {total:<4} {agree / total:6.1%} {largest:>12.3f}"
+                )
+
+
+if __name__ == "__main__":
+    main()
