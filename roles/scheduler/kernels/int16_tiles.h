@@ -5,7 +5,7 @@
 // vpmaddwd multiplies two inputs of a row, broadcast to every lane, with every column's codes: 32 products
 // per 512-bit instruction against 16 per float FMA. A group's products add up exactly in int32; then one
 // float multiply-add per group, row and register applies the columns' scales times the row's step. Offsets
-// meet the float sums of the unrounded inputs, as in int16_rows.h.
+// meet the sums of the rounded inputs, as in int16_rows.h.
 // A row's result is the same sum as the row kernels' in another order of float additions: it may differ from
 // theirs in the last bits, never by more rounding of its inputs.
 #pragma once
@@ -164,7 +164,7 @@ static RS_ALWAYS_INLINE void rs_tile_scale(rs_cols_f* acc, const rs_cols_i* sums
 }
 
 // acc[m] += the columns' offsets of half h of group g (HALF_SCALES; else of the whole group) times the float
-// sums of the unrounded inputs of row first + m they cover.
+// sums of the rounded inputs of row first + m they cover.
 template <int M, bool HALF_SCALES>
 static RS_ALWAYS_INLINE void rs_tile_offset(rs_cols_f* acc, rs_cols_f columns, const rs_int16_rows& x, int64_t first,
                                             int64_t k, int64_t g, int h) {

@@ -5,8 +5,8 @@
 // int16 row kernels: there each weight is read once per row, and the read, not the products, bounds them.
 // vpdpbusd multiplies unsigned bytes with signed ones: the inputs go in as q + 128 (0..255) and each
 // column's codes as they are (every type's codes fit int8), so a group's integer sum starts from -128 times
-// the sum of the column's codes in it, kept in the panel beside the scales. Offsets meet the float sums of
-// the unrounded inputs, as with int16. The inputs are rounded by at most half a step of 1/127 of their
+// the sum of the column's codes in it, kept in the panel beside the scales. Offsets meet the sums of the
+// rounded inputs, as with int16 (int16_rows.h). The inputs are rounded by at most half a step of 1/127 of their
 // group's largest magnitude: the scheme llama.cpp's quantised dot products use (its Q8_0 and Q8_1 rows).
 #pragma once
 
@@ -34,7 +34,7 @@ struct rs_int8_panel {
 };
 
 // Rows [r0, r1) of x (ldx floats apart), k values each, as int8 + 128 with a step per 32 inputs (into
-// rows.q8 and rows.scale) and the float sums of each 16 inputs (rows.sums).
+// rows.q8 and rows.scale) and the sums of each 16 inputs as rounded (rows.sums).
 static inline void rs_rows_to_int8(const float* x, int64_t ldx, int64_t r0, int64_t r1, int64_t k,
                                    const rs_int16_rows& rows) {
     const __m512i bias = _mm512_set1_epi32(128);
@@ -44,14 +44,16 @@ static inline void rs_rows_to_int8(const float* x, int64_t ldx, int64_t r0, int6
             const __m512 v0 = _mm512_loadu_ps(xg), v1 = _mm512_loadu_ps(xg + 16);
             const float top = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
             const __m512 inverse = _mm512_set1_ps(top > 0.0f ? 127.0f / top : 0.0f);
-            const __m512i q0 = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse)), bias);
-            const __m512i q1 = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse)), bias);
+            const __m512i r0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse));
+            const __m512i r1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse));
+            const __m512i q0 = _mm512_add_epi32(r0, bias), q1 = _mm512_add_epi32(r1, bias);
             uint8_t* out = rows.q8 + r * k + c;
             _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(q0));
             _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(q1));
-            rows.scale[(r * k + c) / RS_GROUP] = top / 127.0f;
-            rows.sums[(r * k + c) / 16] = _mm512_reduce_add_ps(v0);
-            rows.sums[(r * k + c) / 16 + 1] = _mm512_reduce_add_ps(v1);
+            const float step = top / 127.0f;
+            rows.scale[(r * k + c) / RS_GROUP] = step;
+            rows.sums[(r * k + c) / 16] = step * float(_mm512_reduce_add_epi32(r0));  // exact integers
+            rows.sums[(r * k + c) / 16 + 1] = step * float(_mm512_reduce_add_epi32(r1));
         }
 }
 

@@ -7,7 +7,7 @@
 // kernels widen one row's codes and sum across lanes at the end, and where the int16 tiles (int16_tiles.h)
 // decode a panel of the work item's codes for every call.
 // Per group and row, one float multiply-add applies the columns' scales times the row's step, then the
-// offsets meet the float sums of the unrounded inputs, through the int16 tiles' own rs_tile_scale and
+// offsets meet the sums of the rounded inputs, through the int16 tiles' own rs_tile_scale and
 // rs_tile_offset: their arithmetic in the same order, so a row's outputs have the same bits whatever the
 // number of rows in its call. On avx2, calls of RS_PACKED_PANEL_ROWS rows or more unpack the tile into the
 // int16 tiles' panel once and run their loop over it (rs_packed_panel): the same bits again.

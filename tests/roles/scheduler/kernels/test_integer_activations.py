@@ -5,8 +5,8 @@ int8: the same below 16 rows; from 16, on the paths with AVX512_VNNI, int8 input
 Random valid blocks of every tensor type (``tests.random_blocks``), 37 output rows, on every instruction-set
 path this CPU has:
 - a quantised type computes the float64 product of its dequantised weights and the inputs as rounded (each
-  32 inputs to int16 steps of their largest magnitude / 32767, or int8 steps of / 127), to float32 summation; a type with offsets
-  (w = d q + m) multiplies its offsets with the inputs unrounded;
+  32 inputs to int16 steps of their largest magnitude / 32767, or int8 steps of / 127), to float32 summation,
+  its offsets too (w = d q + m: each weight whole meets the rounded input);
 - a row's outputs are the same bits whatever else is in the call, from 1 to 15 rows;
 - float tensor types compute what float32 activations compute, bit for bit, at any number of rows.
 """
@@ -76,6 +76,12 @@ def _as_rounded(x: torch.Tensor, levels: float = 32767.0) -> torch.Tensor:
     return (codes.double() * step.double()).reshape(x.shape)
 
 
+def _levels(integer_activations: str, rows: int, kernel_isa: str) -> float:
+    """The steps up to a group's largest magnitude that a call of `rows` rows rounds its inputs to."""
+    int8 = integer_activations == "int8" and rows >= 16 and kernel_isa in INT8_TILES
+    return 127.0 if int8 else 32767.0
+
+
 def _inputs(rows: int, cols: int) -> torch.Tensor:
     x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(rows))
     x[:, 5] *= 40.0  # an outlier channel, as activations have: its groups' other values round coarser
@@ -88,15 +94,40 @@ def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_
     linear, coded, offsets = _linear(type_name, seed=rows)
     x = _inputs(rows, linear.in_features)
     out = linear(x).double()
-    int8 = integer_activations == "int8" and rows >= 16 and kernel_isa in INT8_TILES
-    # Only the coded part meets rounded inputs: the offsets meet the float sums of the inputs themselves.
-    expected = _as_rounded(x, 127.0 if int8 else 32767.0) @ coded.T + x.double() @ offsets.T
+    rounded = _as_rounded(x, _levels(integer_activations, rows, kernel_isa))
+    expected = rounded @ (coded + offsets).T  # the offsets meet the rounded inputs too
     unrounded = x.double() @ (coded + offsets).T
     scale = expected.abs().max()
     error = (out - expected).abs().max() / scale
     rounding = (unrounded - expected).abs().max() / scale
     assert error < 2e-6, f"{type_name}: relative error {error:.2e} against the rounded inputs' product"
     assert rounding > 5 * error, f"{type_name}: the test cannot tell rounded from unrounded inputs"
+
+
+@pytest.mark.parametrize("type_name", [name for name in CODE_BYTES if name in QUANTISED])
+@pytest.mark.parametrize("rows", [1, 16, 33])
+def test_offsets_meet_the_rounded_inputs(type_name, rows, kernel_isa, integer_activations):
+    """Blocks whose codes are zeroed weigh every input by their offsets alone. Each group of 32 inputs holds
+    one 1.0 and 31 values of 0.4 steps, which round to 0: the offsets must meet those zeros, as every weight
+    meets its rounded input, not the unrounded inputs' sums (12.4 steps a group more)."""
+    cols = 2 * max(BY_NAME[type_name].block_size, 64)
+    blocks = random_rows(type_name, OUT_FEATURES, cols, seed=rows).reshape(
+        OUT_FEATURES, -1, BY_NAME[type_name].block_bytes
+    )
+    start, end = CODE_BYTES[type_name]
+    blocks[:, :, start:end] = 0
+    blocks = blocks.reshape(OUT_FEATURES, -1)
+    offsets = _dequantised(type_name, blocks)
+    linear = BlockLinear(cols, [BY_NAME[type_name].type_id], [torch.from_numpy(blocks)])
+    x = torch.full((rows, cols), 0.4 / _levels(integer_activations, rows, kernel_isa))
+    x[:, ::32] = 1.0
+    rounded = torch.zeros_like(x)
+    rounded[:, ::32] = 1.0
+    expected = rounded.double() @ offsets.T
+    scale = expected.abs().max()
+    error = (linear(x).double() - expected).abs().max() / scale
+    assert error < 2e-6, f"{type_name}: relative error {error:.2e} against the rounded inputs' product"
+    assert (x.double() @ offsets.T - expected).abs().max() / scale > 100 * 2e-6
 
 
 @pytest.mark.parametrize("type_name", QUANTISED)
