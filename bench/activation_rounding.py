@@ -9,8 +9,8 @@ exact decodes the default model's 16 prompts greedily; then, for every bits x gr
 fed exact's tokens while every linear of the named kinds (the last part of its module name: qkv_proj, o_proj,
 gate_up_proj, down_proj; `head` for the vocabulary projection; `all` for every one) multiplies its inputs
 rounded to nearest on a symmetric grid whose step is the group's largest magnitude / (2^(bits-1) - 1). 8 bits
-in groups of 32 is exec.activation_dtype int8's rounding, 16 in groups of 32 int16's (both with offsets on the
-unrounded sums, which this leaves out). Printed: top-1 agreement with exact and the largest logit difference.
+in groups of 32 is exec.activation_dtype int8's rounding, 16 in groups of 32 int16's, whose offsets meet the
+rounded inputs too. Printed: top-1 agreement with exact and the largest logit difference.
 
 A kernel's integer products add no error of their own (they are exact in int32), so its agreement should not
 fall below the figure its scheme's rounding gives here: below it, the kernel loses more than its rounding.

@@ -44,16 +44,15 @@ static inline void rs_rows_to_int8(const float* x, int64_t ldx, int64_t r0, int6
             const __m512 v0 = _mm512_loadu_ps(xg), v1 = _mm512_loadu_ps(xg + 16);
             const float top = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
             const __m512 inverse = _mm512_set1_ps(top > 0.0f ? 127.0f / top : 0.0f);
-            const __m512i r0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse));
-            const __m512i r1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse));
-            const __m512i q0 = _mm512_add_epi32(r0, bias), q1 = _mm512_add_epi32(r1, bias);
+            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse));
+            const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse));
             uint8_t* out = rows.q8 + r * k + c;
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(q0));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(q1));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(_mm512_add_epi32(q0, bias)));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtepi32_epi8(_mm512_add_epi32(q1, bias)));
             const float step = top / 127.0f;
             rows.scale[(r * k + c) / RS_GROUP] = step;
-            rows.sums[(r * k + c) / 16] = step * float(_mm512_reduce_add_epi32(r0));  // exact integers
-            rows.sums[(r * k + c) / 16 + 1] = step * float(_mm512_reduce_add_epi32(r1));
+            rows.sums[(r * k + c) / 16] = step * float(_mm512_reduce_add_epi32(q0));  // exact integers
+            rows.sums[(r * k + c) / 16 + 1] = step * float(_mm512_reduce_add_epi32(q1));
         }
 }
 
