@@ -7,7 +7,8 @@ with its own step, teacher forced as bench/accuracy.py is.
 
 exact decodes the default model's 16 prompts greedily; then, for every bits x group x kinds, the same model is
 fed exact's tokens while every linear of the named kinds (the last part of its module name: qkv_proj, o_proj,
-gate_up_proj, down_proj; `head` for the vocabulary projection; `all` for every one) multiplies its inputs
+gate_up_proj, down_proj; `head` for the vocabulary projection; `all` for every one; kinds joined by `+`
+together) multiplies its inputs
 rounded to nearest on a symmetric grid whose step is the group's largest magnitude / (2^(bits-1) - 1). 8 bits
 in groups of 32 is exec.activation_dtype int8's rounding, 16 in groups of 32 int16's, whose offsets meet the
 rounded inputs too. Printed: top-1 agreement with exact and the largest logit difference.
@@ -83,14 +84,17 @@ def main() -> None:
     parser.add_argument("--bits", type=int, nargs="+", default=[8, 16])
     parser.add_argument("--groups", type=int, nargs="+", default=[32, 16])
     parser.add_argument(
-        "--kinds", nargs="+", default=["all"], help="kinds of linear, each run alone; all: every one"
+        "--kinds",
+        nargs="+",
+        default=["all"],
+        help="kinds of linear, each run alone; a+b: those together; all: every one",
     )
     parser.add_argument("--model", default="smollm2", help="the default model, or a GGUF file's path")
     parser.add_argument("--tokens", type=int, default=32)
     args = parser.parse_args()
     model, shape = load_model(args.model, weight_dtype="exact")
     kinds = linear_kinds(model)
-    unknown = set(args.kinds) - {"all", *kinds}
+    unknown = {kind for chosen in args.kinds for kind in chosen.split("+")} - {"all", *kinds}
     if unknown:
         parser.error(f"no linear of kind {sorted(unknown)} in this model; it has {kinds}")
     groups = [PROMPTS]
@@ -102,7 +106,7 @@ def main() -> None:
     for bits in args.bits:
         for group in args.groups:
             for chosen in args.kinds:
-                selected = set(kinds) if chosen == "all" else {chosen}
+                selected = set(kinds) if chosen == "all" else set(chosen.split("+"))
                 with rounded_inputs(model, selected, bits, group):
                     agree, total, largest = forced_agreement(model, shape, groups, references)
                 label = "all: " + ", ".join(kinds) if chosen == "all" else chosen
