@@ -9,7 +9,8 @@ best of 9 runs of 50 calls each, so a busy moment of a shared machine does not c
 float32 F.linear (torch's own matmul) on the dequantised weight, at the same shape. One table per kernel
 instruction-set path (--isa; default: every path this CPU has) and activation dtype (--activations:
 exec.activation_dtype, which acts on quantised types: below 16 rows in int16 row kernels, from 16 in int16
-tiles, or int8 ones on the paths with AVX512_VNNI);
+tiles, or int8 ones where the path takes the type: every quantised type with AVX512_VNNI, on avx2 those
+whose codes fit 6 bits);
 2 x weights/ns is GFLOP/s.
 """
 

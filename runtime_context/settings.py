@@ -276,9 +276,9 @@ _declare(
     "int16",
     "How the CPU kernels multiply quantised weights: int16 (each 32 inputs rounded to int16 steps of "
     "1/32767 of their largest and multiplied with the blocks' integer codes, in row kernels below 16 rows "
-    "and in tiles of decoded codes from 16; float tensor types stay float32), int8 (from 16 rows, on CPUs "
-    "with AVX512_VNNI, steps of 1/127: faster prefill and batches, less accurate; int16 elsewhere) or "
-    "float32 (slower).",
+    "and in tiles of decoded codes from 16; float tensor types stay float32), int8 (from 16 rows, steps of "
+    "1/127: faster prefill and batches, less accurate; every quantised type with AVX512_VNNI, on AVX2 the "
+    "types whose codes fit 6 bits, not Q8_0 or IQ4; int16 elsewhere) or float32 (slower).",
     choices=("float32", "int16", "int8"),
 )
 

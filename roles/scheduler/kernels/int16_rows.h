@@ -30,7 +30,7 @@ struct rs_int16_rows {
     int16_t* q;
     float* scale;
     float* sums;
-    uint8_t* q8;  // the rows as int8 + 128 instead (int8_tiles.h: scale then holds their steps), or null
+    uint8_t* q8;  // the rows as int8 instead (int8_tiles.h: scale then holds their steps), or null
 };
 
 // Every quantised type has integer codes; the float tensor types (F32, F16, BF16) have none.
@@ -38,32 +38,43 @@ constexpr bool rs_type_has_codes(int type) { return type != RS_F32 && type != RS
 template <int TYPE>
 constexpr bool rs_has_codes = rs_type_has_codes(TYPE);
 
+// The 32 inputs at xg rounded to the nearest multiple of their largest magnitude / levels (the multiplier and
+// the step computed in float32): their integers into q (inputs 8 i .. 8 i + 7 in q[i]); returns the step.
+static RS_ALWAYS_INLINE float rs_round_group(const float* xg, float levels, __m256i q[4]) {
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 v[4];
+    for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xg + 8 * i);
+    const __m256 largest = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], magnitude), _mm256_and_ps(v[1], magnitude)),
+                                         _mm256_max_ps(_mm256_and_ps(v[2], magnitude), _mm256_and_ps(v[3], magnitude)));
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(largest), _mm256_extractf128_ps(largest, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    const float top = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+    const __m256 inverse = _mm256_set1_ps(top > 0.0f ? levels / top : 0.0f);
+    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inverse));
+    return top / levels;
+}
+
+// The step of the group of 32 inputs from element `at` of the rows, and the sums of its two halves as rounded
+// (their integers' sum times the step), into rows.scale and rows.sums.
+static RS_ALWAYS_INLINE void rs_store_group_step(const rs_int16_rows& rows, int64_t at, float step, const __m256i q[4]) {
+    rows.scale[at / RS_GROUP] = step;
+    rows.sums[at / 16] = step * float(rs_hsum_epi32(_mm256_add_epi32(q[0], q[1])));  // exact integers
+    rows.sums[at / 16 + 1] = step * float(rs_hsum_epi32(_mm256_add_epi32(q[2], q[3])));
+}
+
 // Rows [r0, r1) of x (ldx floats apart), k values each, quantised into rows.
 static inline void rs_rows_to_int16(const float* x, int64_t ldx, int64_t r0, int64_t r1, int64_t k,
                                     const rs_int16_rows& rows) {
-    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = 0; c < k; c += RS_GROUP) {
-            const float* xg = x + r * ldx + c;
-            __m256 v[4];
-            for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xg + 8 * i);
-            const __m256 largest = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], magnitude), _mm256_and_ps(v[1], magnitude)),
-                                                 _mm256_max_ps(_mm256_and_ps(v[2], magnitude), _mm256_and_ps(v[3], magnitude)));
-            __m128 m = _mm_max_ps(_mm256_castps256_ps128(largest), _mm256_extractf128_ps(largest, 1));
-            m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-            const float top = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-            const float step = top / 32767.0f;
-            const __m256 inverse = _mm256_set1_ps(top > 0.0f ? 32767.0f / top : 0.0f);
             __m256i q[4];
-            for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inverse));
+            const float step = rs_round_group(x + r * ldx + c, 32767.0f, q);
             // packs works within 128-bit lanes: [0-3 | 8-11 | 4-7 | 12-15], put back in order.
             const __m256i first = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xD8);
             const __m256i second = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xD8);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows.q + r * k + c), first);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows.q + r * k + c + 16), second);
-            rows.scale[(r * k + c) / RS_GROUP] = step;
-            rows.sums[(r * k + c) / 16] = step * float(rs_hsum_epi32(_mm256_add_epi32(q[0], q[1])));  // exact integers
-            rows.sums[(r * k + c) / 16 + 1] = step * float(rs_hsum_epi32(_mm256_add_epi32(q[2], q[3])));
+            rs_store_group_step(rows, r * k + c, step, q);
         }
 }
 

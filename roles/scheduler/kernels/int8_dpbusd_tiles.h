@@ -1,37 +1,18 @@
-// Linears of many rows with int8 activations (exec.activation_dtype int8), on the paths with AVX512_VNNI: a
-// call of RS_INT16_MAX_ROWS rows or more quantises each 32 inputs of a row to int8 with their own scale and
-// multiplies them with a work item's codes in vpdpbusd, 64 products per 512-bit instruction against
-// vpdpwssd's 32 with int16 inputs (int16_tiles.h, whose layout this follows). Calls of fewer rows keep the
-// int16 row kernels: there each weight is read once per row, and the read, not the products, bounds them.
+// The int8 tiles of the paths with AVX512_VNNI (int8_tiles.h): each 32 inputs of a row quantised to int8 with
+// their own scale, multiplied with a work item's codes in vpdpbusd, 64 products per 512-bit instruction
+// against vpdpwssd's 32 with int16 inputs (int16_tiles.h, whose layout this follows).
 // vpdpbusd multiplies unsigned bytes with signed ones: the inputs go in as q + 128 (0..255) and each
 // column's codes as they are (every type's codes fit int8), so a group's integer sum starts from -128 times
 // the sum of the column's codes in it, kept in the panel beside the scales. Offsets meet the sums of the
-// rounded inputs, as with int16 (int16_rows.h). The inputs are rounded by at most half a step of 1/127 of their
-// group's largest magnitude: the scheme llama.cpp's quantised dot products use (its Q8_0 and Q8_1 rows).
+// rounded inputs, as with int16 (int16_rows.h).
 #pragma once
-
-#ifndef RS_INT16_VNNI
-constexpr bool RS_HAS_INT8_TILES = false;
-#else
-constexpr bool RS_HAS_INT8_TILES = true;
 
 #include <immintrin.h>
 
 #include <cstdint>
 
-#include "int16_tiles.h"
-
-constexpr int RS_TILE_QUADS = RS_GROUP / 4;
-
-// A work item's int8 panel: for group g, codes[g][quad][column] holds the column's codes 4 quad .. 4 quad + 3
-// as four int8; start[g][half][column] the integer sum's start (-128 x the sum of those codes over the half,
-// or over the whole group in half 0 unless HALF_SCALES); scale and offset as in rs_tile_panel.
-struct rs_int8_panel {
-    int32_t* codes;
-    int32_t* start;
-    float* scale;
-    float* offset;
-};
+// Every quantised type takes the int8 tiles here.
+constexpr bool rs_int8_takes(int type) { return rs_type_has_codes(type); }
 
 // Rows [r0, r1) of x (ldx floats apart), k values each, as int8 + 128 with a step per 32 inputs (into
 // rows.q8 and rows.scale) and the sums of each 16 inputs as rounded (rows.sums).
@@ -74,18 +55,7 @@ static void rs_decode_int8_panel(const rs_part& p, int64_t blocks, int64_t n0, i
             start[c] = -128 * (HALF_SCALES ? low : low + high);
             start[RS_TILE_COLUMNS + c] = -128 * high;
         }
-        __m256i pairs[RS_TILE_COLUMNS];
-        rs_transpose_16x16_epi16(codes, pairs);  // pairs[q] bytes 2c, 2c + 1: column c's codes 2q, 2q + 1
-        int32_t* out = panel.codes + g * RS_TILE_QUADS * RS_TILE_COLUMNS;
-        for (int q = 0; q < RS_TILE_QUADS; ++q) {
-            // Interleaving pairs 2q and 2q + 1 puts four codes in each 32-bit lane, columns 0-3 and 8-11 in lo,
-            // 4-7 and 12-15 in hi; the lanes' halves then go back in column order.
-            const __m256i lo = _mm256_unpacklo_epi16(pairs[2 * q], pairs[2 * q + 1]);
-            const __m256i hi = _mm256_unpackhi_epi16(pairs[2 * q], pairs[2 * q + 1]);
-            __m256i* o = reinterpret_cast<__m256i*>(out + q * RS_TILE_COLUMNS);
-            _mm256_storeu_si256(o, _mm256_permute2x128_si256(lo, hi, 0x20));
-            _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(lo, hi, 0x31));
-        }
+        rs_store_quads(codes, panel.codes + g * RS_TILE_QUADS * RS_TILE_COLUMNS);
     });
 }
 
@@ -132,22 +102,3 @@ static void rs_int8_tile_rows(const rs_int8_panel& panel, int64_t groups, const 
     }
     rs_int8_tile<M, R::HALF_SCALES, R::OFFSETS>(panel, groups, x, first, k, tile);
 }
-
-// Every one of `rows` int8 rows against part rows [n0, n1) (at most RS_TILE_COLUMNS of them).
-template <int TYPE>
-static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int16_rows& x,
-                                 int64_t rows, int64_t k, float* out, int64_t ldo) {
-    const int64_t groups = k / RS_GROUP;
-    const int64_t code_words = groups * RS_TILE_QUADS * RS_TILE_COLUMNS, per_group = groups * 2 * RS_TILE_COLUMNS;
-    int32_t* codes = rs_panel_buffer<int32_t>(code_words + 3 * per_group + RS_TILE_ROWS * RS_TILE_COLUMNS);
-    int32_t* start = codes + code_words;
-    float* floats = reinterpret_cast<float*>(start + per_group);
-    const rs_int8_panel panel{codes, start, floats, floats + per_group};
-    float* tile = floats + 2 * per_group;
-    rs_decode_int8_panel<TYPE>(p, blocks, n0, n1, panel);
-    rs_tile_passes(rows, n0, n1 - n0, tile, out, ldo, [&](int64_t r, int64_t m, float* t) {
-        rs_int8_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, t);
-    });
-}
-
-#endif  // RS_INT16_VNNI

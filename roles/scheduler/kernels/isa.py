@@ -41,9 +41,23 @@ def missing_flags(path: str) -> list[str]:
 # dispatch.cpp's widest() agrees.
 ROUNDS_TO_BF16 = frozenset({"avx512bf16"})
 
-# The paths whose linears of 16 rows or more take int8 activations with exec.activation_dtype int8 (vpdpbusd,
-# AVX512_VNNI); elsewhere int8 runs as int16.
-INT8_TILES = frozenset({"avx512vnni", "avx512bf16"})
+# What exec.activation_dtype int8 runs on each path: linears of 16 rows or more whose quantised parts are all
+# of the types named (None: every quantised type) take int8 activations (int8_tiles.h: vpdpbusd with
+# AVX512_VNNI, vpmaddubsw on avx2, whose codes must fit 6 bits); every other call runs as int16.
+INT8_TILES: dict[str, frozenset[str] | None] = {
+    "avx2": frozenset({"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}),
+    "avx512vnni": None,
+    "avx512bf16": None,
+}
+
+
+def takes_int8(path: str, type_name: str) -> bool:
+    """Whether a linear of 16 rows or more of quantised type ``type_name`` takes int8 activations on ``path``
+    when exec.activation_dtype is int8."""
+    if path not in INT8_TILES:
+        return False
+    types = INT8_TILES[path]
+    return types is None or type_name in types
 
 
 def paths_this_cpu_has() -> list[str]:
@@ -61,12 +75,16 @@ def path_for(setting: str) -> str | None:
 
 def activations_in_effect(activations: str, path: str) -> str:
     """What exec.activation_dtype does on ``path``: int8 takes calls of 16 rows or more where the path has
-    int8 tiles, and runs as int16 elsewhere."""
+    int8 tiles for the linear's types, and runs as int16 elsewhere."""
     if activations != "int8":
         return activations
-    if path in INT8_TILES:
+    if path not in INT8_TILES:
+        return "int16 (int8 tiles: avx2, avx512vnni)"
+    if INT8_TILES[path] is None:
         return "int8 from 16 rows, int16 below"
-    return "int16 (int8 needs avx512vnni)"
+    return (
+        "int8 from 16 rows where the quantised parts' codes fit 6 bits (not Q8_0, IQ4_NL, IQ4_XS), int16 else"
+    )
 
 
 def kernel_path_fact(

@@ -26,7 +26,7 @@ struct rs_part {
 constexpr int RS_MAX_PARTS = 4;
 
 // 1: quantised types multiply int16 activations (int16_rows.h, int16_tiles.h); 2: int16 below 16 rows and int8
-// from 16 on the paths with AVX512_VNNI (int8_tiles.h); 0: float32. Process-wide, set through dispatch.cpp's
+// from 16 where the path's int8 tiles take every quantised part (int8_tiles.h); 0: float32. Process-wide, set through dispatch.cpp's
 // rs_set_activation_dtype.
 extern int rs_activations_int16;
 
@@ -218,8 +218,9 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
     const int64_t blocks = k / RS_GROUP / rs_reader<TYPE>::GROUPS;
     if constexpr (rs_has_codes<TYPE>) {
         if (xq != nullptr) {
-#ifdef RS_INT16_VNNI
-            if (xq->q8 != nullptr) return rs_linear_int8_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+#ifdef RS_INT8_TILES
+            if constexpr (rs_int8_takes(TYPE))
+                if (xq->q8 != nullptr) return rs_linear_int8_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
 #endif
             // A whole packed tile: the same arithmetic as the int16 tiles without decoding a panel per call.
             if constexpr (rs_type_packs(TYPE))
@@ -299,6 +300,15 @@ static inline bool rs_linear_has(const rs_linear& w, bool codes) {
     return false;
 }
 
+#ifdef RS_INT8_TILES
+// Whether every quantised part of w takes int8 inputs on this path (int8_tiles.h).
+static inline bool rs_linear_takes_int8(const rs_linear& w) {
+    for (int i = 0; i < w.num_parts; ++i)
+        if (rs_type_has_codes(w.parts[i].type) && !rs_int8_takes(w.parts[i].type)) return false;
+    return true;
+}
+#endif
+
 // Work-shared over blocks of output rows: call from inside an OpenMP parallel region (every thread). The rows
 // take only the forms some part reads: int16 for quantised parts, bfloat16 tiles for the rest.
 static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
@@ -306,8 +316,8 @@ static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, i
     const uint16_t* xb = nullptr;
     const rs_int16_rows* xq = nullptr;
     rs_int16_rows form = scratch.int16;  // the rows' integer form: int8 (q8 set) or int16
-#ifdef RS_INT16_VNNI
-    if (form.q8 != nullptr && rows >= RS_INT16_MAX_ROWS && rs_linear_has(w, true)) {
+#ifdef RS_INT8_TILES
+    if (form.q8 != nullptr && rows >= RS_INT16_MAX_ROWS && rs_linear_has(w, true) && rs_linear_takes_int8(w)) {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; ++r) rs_rows_to_int8(x, ldx, r, r + 1, w.k, form);
         xq = &form;  // the loop's barrier: every row is quantised before any thread reads it

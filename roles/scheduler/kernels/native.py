@@ -227,8 +227,8 @@ ACTIVATION_DTYPES = ("float32", "int16", "int8")
 
 
 def activation_dtype() -> str:
-    """How quantised weights multiply: float32, or int16 (int8: int8 from 16 rows where the path has
-    AVX512_VNNI) activations against their integer codes."""
+    """How quantised weights multiply: float32, or int16 (int8: int8 from 16 rows where the path has int8
+    tiles for the linear's types, isa.INT8_TILES) activations against their integer codes."""
     return ACTIVATION_DTYPES[library().rs_activation_dtype()]
 
 

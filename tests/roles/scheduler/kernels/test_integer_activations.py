@@ -1,6 +1,7 @@
 """exec.activation_dtype int16: every quantised linear multiplies int16 inputs with the blocks' integer codes,
 in row kernels below 16 rows (int16_rows.h) and in tiles of a work item's decoded codes from 16 (int16_tiles.h).
-int8: the same below 16 rows; from 16, on the paths with AVX512_VNNI, int8 inputs in tiles (int8_tiles.h).
+int8: the same below 16 rows; from 16, int8 inputs in tiles where the path takes the type (int8_tiles.h,
+isa.INT8_TILES: every type with AVX512_VNNI, those whose codes fit 6 bits on avx2).
 
 Random valid blocks of every tensor type (``tests.random_blocks``), 37 output rows, on every instruction-set
 path this CPU has:
@@ -21,7 +22,7 @@ from gguf.quants import dequantize
 
 from roles.model_files.tensor_types import BY_NAME, SUPPORTED_NAMES
 from roles.scheduler.kernels import native
-from roles.scheduler.kernels.isa import INT8_TILES
+from roles.scheduler.kernels.isa import takes_int8
 from roles.scheduler.models.block_linear import BlockLinear
 from tests.kernel_gate import needs_kernels
 from tests.random_blocks import random_rows
@@ -76,9 +77,9 @@ def _as_rounded(x: torch.Tensor, levels: float = 32767.0) -> torch.Tensor:
     return (codes.double() * step.double()).reshape(x.shape)
 
 
-def _levels(integer_activations: str, rows: int, kernel_isa: str) -> float:
-    """The steps up to a group's largest magnitude that a call of `rows` rows rounds its inputs to."""
-    int8 = integer_activations == "int8" and rows >= 16 and kernel_isa in INT8_TILES
+def _levels(integer_activations: str, rows: int, kernel_isa: str, type_name: str) -> float:
+    """The steps up to a group's largest magnitude that a call of `rows` rows of type_name rounds its inputs to."""
+    int8 = integer_activations == "int8" and rows >= 16 and takes_int8(kernel_isa, type_name)
     return 127.0 if int8 else 32767.0
 
 
@@ -94,7 +95,7 @@ def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_
     linear, coded, offsets = _linear(type_name, seed=rows)
     x = _inputs(rows, linear.in_features)
     out = linear(x).double()
-    rounded = _as_rounded(x, _levels(integer_activations, rows, kernel_isa))
+    rounded = _as_rounded(x, _levels(integer_activations, rows, kernel_isa, type_name))
     expected = rounded @ (coded + offsets).T  # the offsets meet the rounded inputs too
     unrounded = x.double() @ (coded + offsets).T
     scale = expected.abs().max()
@@ -119,7 +120,7 @@ def test_offsets_meet_the_rounded_inputs(type_name, rows, kernel_isa, integer_ac
     blocks = blocks.reshape(OUT_FEATURES, -1)
     offsets = _dequantised(type_name, blocks)
     linear = BlockLinear(cols, [BY_NAME[type_name].type_id], [torch.from_numpy(blocks)])
-    x = torch.full((rows, cols), 0.4 / _levels(integer_activations, rows, kernel_isa))
+    x = torch.full((rows, cols), 0.4 / _levels(integer_activations, rows, kernel_isa, type_name))
     x[:, ::32] = 1.0
     rounded = torch.zeros_like(x)
     rounded[:, ::32] = 1.0
@@ -128,6 +129,25 @@ def test_offsets_meet_the_rounded_inputs(type_name, rows, kernel_isa, integer_ac
     error = (linear(x).double() - expected).abs().max() / scale
     assert error < 2e-6, f"{type_name}: relative error {error:.2e} against the rounded inputs' product"
     assert (x.double() @ offsets.T - expected).abs().max() / scale > 100 * 2e-6
+
+
+@pytest.mark.parametrize("types", [("Q4_1", "Q8_0"), ("Q6_K", "Q4_K"), ("Q4_0", "IQ4_NL", "Q5_1")])
+def test_a_linear_takes_int8_only_where_every_quantised_part_does(types, kernel_isa, integer_activations):
+    """A linear of several parts (fused Q/K/V, gate/up) rounds its rows once for all of them: to int8 only
+    where the path takes every part's type, to int16 otherwise."""
+    rows, cols = 24, 256
+    parts = [random_rows(name, OUT_FEATURES, cols, seed=index) for index, name in enumerate(types)]
+    weight = torch.cat([_dequantised(name, blocks) for name, blocks in zip(types, parts, strict=True)])
+    linear = BlockLinear(
+        cols, [BY_NAME[name].type_id for name in types], [torch.from_numpy(b) for b in parts]
+    )
+    x = _inputs(rows, cols)
+    int8 = integer_activations == "int8" and all(takes_int8(kernel_isa, name) for name in types)
+    expected = _as_rounded(x, 127.0 if int8 else 32767.0) @ weight.T
+    error = (linear(x).double() - expected).abs().max() / expected.abs().max()
+    assert error < 2e-6, (
+        f"{types}: relative error {error:.2e} against the inputs rounded as {'int8' if int8 else 'int16'}"
+    )
 
 
 @pytest.mark.parametrize("type_name", QUANTISED)

@@ -70,8 +70,12 @@ def test_an_unknown_path_is_refused():
     [
         ("avx512vnni", "int8 from 16 rows, int16 below (quantised weights)"),
         ("avx512bf16", "int8 from 16 rows, int16 below (quantised weights)"),
-        ("avx512", "int16 (int8 needs avx512vnni) (quantised weights)"),
-        ("avx2", "int16 (int8 needs avx512vnni) (quantised weights)"),
+        ("avx512", "int16 (int8 tiles: avx2, avx512vnni) (quantised weights)"),
+        (
+            "avx2",
+            "int8 from 16 rows where the quantised parts' codes fit 6 bits (not Q8_0, IQ4_NL, IQ4_XS), int16 else"
+            " (quantised weights)",
+        ),
     ],
 )
 def test_inspect_says_where_int8_activations_run_as_int16(path, shown):

@@ -1,0 +1,77 @@
+// Linears of many rows with int8 activations (exec.activation_dtype int8): a call of RS_INT16_MAX_ROWS rows or
+// more quantises each 32 inputs of a row to int8 with their own scale and multiplies them with a work item's
+// codes, decoded once per call into a panel of four codes of a column per 32-bit lane. Calls of fewer rows
+// keep the int16 row kernels: there each weight is read once per row, and the read, not the products, bounds
+// them. The inputs are rounded by at most half a step of 1/127 of their group's largest magnitude: the scheme
+// llama.cpp's quantised dot products use (its Q8_0 and Q8_1 rows); offsets meet the sums of the rounded
+// inputs, as with int16 (int16_rows.h). Two ways to multiply, chosen by the path:
+// - AVX512_VNNI (int8_dpbusd_tiles.h): vpdpbusd, 64 products per instruction, every quantised type;
+// - avx2 (int8_madd_tiles.h): vpmaddubsw, 32 products per instruction against vpmaddwd's 16 with int16
+//   inputs, for the types whose codes fit 6 bits; a linear with any other quantised part stays int16.
+// The avx512 path without VNNI has neither: int8 runs as int16 there.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "int16_tiles.h"
+
+constexpr int RS_TILE_QUADS = RS_GROUP / 4;
+
+// A work item's int8 panel: for group g, codes[g][quad][column] holds the column's codes 4 quad .. 4 quad + 3
+// as four bytes; start[g][half][column] the integer sum's start (int8_dpbusd_tiles.h); scale and offset as in
+// rs_tile_panel.
+struct rs_int8_panel {
+    int32_t* codes;
+    int32_t* start;
+    float* scale;
+    float* offset;
+};
+
+// A group's 16 columns of 32 codes (codes[c] byte i: column c's code i) stored as out[quad][column]: four
+// codes of a column in each 32-bit word.
+static RS_ALWAYS_INLINE void rs_store_quads(const __m256i codes[RS_TILE_COLUMNS], int32_t* out) {
+    __m256i pairs[RS_TILE_COLUMNS];
+    rs_transpose_16x16_epi16(codes, pairs);  // pairs[q] bytes 2c, 2c + 1: column c's codes 2q, 2q + 1
+    for (int q = 0; q < RS_TILE_QUADS; ++q) {
+        // Interleaving pairs 2q and 2q + 1 puts four codes in each 32-bit lane, columns 0-3 and 8-11 in lo,
+        // 4-7 and 12-15 in hi; the lanes' halves then go back in column order.
+        const __m256i lo = _mm256_unpacklo_epi16(pairs[2 * q], pairs[2 * q + 1]);
+        const __m256i hi = _mm256_unpackhi_epi16(pairs[2 * q], pairs[2 * q + 1]);
+        __m256i* o = reinterpret_cast<__m256i*>(out + q * RS_TILE_COLUMNS);
+        _mm256_storeu_si256(o, _mm256_permute2x128_si256(lo, hi, 0x20));
+        _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(lo, hi, 0x31));
+    }
+}
+
+#if defined(RS_INT16_VNNI)
+#define RS_INT8_TILES 1
+#include "int8_dpbusd_tiles.h"
+#elif !defined(RS_INT16_ZMM)
+#define RS_INT8_TILES 1
+#include "int8_madd_tiles.h"
+#endif  // RS_INT8_TILES
+
+#ifndef RS_INT8_TILES
+constexpr bool RS_HAS_INT8_TILES = false;
+#else
+constexpr bool RS_HAS_INT8_TILES = true;
+
+// Every one of `rows` int8 rows against part rows [n0, n1) (at most RS_TILE_COLUMNS of them).
+template <int TYPE>
+static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int16_rows& x,
+                                 int64_t rows, int64_t k, float* out, int64_t ldo) {
+    const int64_t groups = k / RS_GROUP;
+    const int64_t code_words = groups * RS_TILE_QUADS * RS_TILE_COLUMNS, per_group = groups * 2 * RS_TILE_COLUMNS;
+    int32_t* codes = rs_panel_buffer<int32_t>(code_words + 3 * per_group + RS_TILE_ROWS * RS_TILE_COLUMNS);
+    int32_t* start = codes + code_words;
+    float* floats = reinterpret_cast<float*>(start + per_group);
+    const rs_int8_panel panel{codes, start, floats, floats + per_group};
+    float* tile = floats + 2 * per_group;
+    rs_decode_int8_panel<TYPE>(p, blocks, n0, n1, panel);
+    rs_tile_passes(rows, n0, n1 - n0, tile, out, ldo, [&](int64_t r, int64_t m, float* t) {
+        rs_int8_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, t);
+    });
+}
+#endif  // RS_INT8_TILES
