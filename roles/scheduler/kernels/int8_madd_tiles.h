@@ -27,11 +27,16 @@ constexpr int rs_madd_top(int type) {
 }
 constexpr bool rs_int8_takes(int type) { return rs_madd_top(type) > 0; }
 
-// Quads whose int16 pair sums a lane can add before widening: each adds at most 2 x top x 127.
-constexpr int rs_madd_run(int type) {
-    const int run = 32767 / (2 * 127 * rs_madd_top(type));
-    return run < RS_TILE_QUADS ? run : RS_TILE_QUADS;
-}
+// The quads of a group under one scale: half of them where the type has a scale per 16 weights.
+template <int TYPE>
+constexpr int rs_madd_span = rs_reader<TYPE>::HALF_SCALES ? RS_TILE_QUADS / 2 : RS_TILE_QUADS;
+
+// Quads whose int16 pair sums a lane adds before widening: each adds at most 2 x top x 127, and a run ends at
+// its scale's last quad.
+template <int TYPE>
+constexpr int rs_madd_run = 32767 / (2 * 127 * rs_madd_top(TYPE)) < rs_madd_span<TYPE>
+                                ? 32767 / (2 * 127 * rs_madd_top(TYPE))
+                                : rs_madd_span<TYPE>;
 
 // An empty asm that takes v in a register and may have changed it: the adds before and after it stay in
 // their order. Without it GCC reassociates a run's int16 adds into a tree that keeps every product of the run
@@ -76,8 +81,7 @@ template <int TYPE, int M, int L>
 static RS_ALWAYS_INLINE void rs_int8_madd_tile(const rs_int8_panel& panel, int64_t groups, int lane,
                                                const rs_int16_rows& x, int64_t first, int64_t k, float* tile) {
     constexpr bool HALF_SCALES = rs_reader<TYPE>::HALF_SCALES;
-    constexpr int SPAN = HALF_SCALES ? RS_TILE_QUADS / 2 : RS_TILE_QUADS;  // the quads under one scale
-    constexpr int RUN = rs_madd_run(TYPE) < SPAN ? rs_madd_run(TYPE) : SPAN;
+    constexpr int SPAN = rs_madd_span<TYPE>, RUN = rs_madd_run<TYPE>;
     const __m256i ones = _mm256_set1_epi16(1);
     const uint8_t* rows[M];
     for (int m = 0; m < M; ++m) rows[m] = x.q8 + (first + m) * k;
@@ -131,8 +135,7 @@ static RS_ALWAYS_INLINE void rs_int8_madd_tile(const rs_int8_panel& panel, int64
 template <int TYPE, int M>
 static void rs_int8_tile_rows(const rs_int8_panel& panel, int64_t groups, const rs_int16_rows& x, int64_t first,
                               int64_t m, int64_t k, float* tile) {
-    constexpr int SPAN = rs_reader<TYPE>::HALF_SCALES ? RS_TILE_QUADS / 2 : RS_TILE_QUADS;
-    constexpr bool WHOLE = rs_madd_run(TYPE) >= SPAN;
+    constexpr bool WHOLE = rs_madd_run<TYPE> == rs_madd_span<TYPE>;
     constexpr int L = WHOLE ? 2 : 1;
     constexpr int MOST = WHOLE ? 3 : 4;
     if constexpr (M > MOST) {
