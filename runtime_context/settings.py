@@ -278,8 +278,9 @@ _declare(
     "1/32767 of their largest and multiplied with the blocks' integer codes, in row kernels below 16 rows "
     "and in tiles of decoded codes from 16; float tensor types stay float32), int8 (from 16 rows, steps of "
     "1/127: faster prefill and batches, less accurate; every quantised type with AVX512_VNNI, on AVX2 the "
-    "types whose codes fit 6 bits, not Q8_0 or IQ4; int16 elsewhere) or float32 (slower).",
-    choices=("float32", "int16", "int8"),
+    "types whose codes fit 6 bits, not Q8_0 or IQ4; int16 elsewhere), mixed (int8 as above for the "
+    "attention output and MLP down projections, int16 for the rest) or float32 (slower).",
+    choices=("float32", "int16", "int8", "mixed"),
 )
 
 _declare(

@@ -70,14 +70,15 @@ int selected = widest();
 
 extern "C" {
 
-int rs_kernels_abi_version() { return 9; }
+int rs_kernels_abi_version() { return 10; }
 
 // Read by every path's linears (linear_kernels.h).
 int rs_activations_int16 = 0;
 
-// Quantised types' linears multiply float32 activations (0, the default), int16 ones (1), or int16 below 16
-// rows and int8 from 16 where the path has AVX512_VNNI (2).
-void rs_set_activation_dtype(int32_t dtype) { rs_activations_int16 = dtype >= 0 && dtype <= 2 ? dtype : 0; }
+// Quantised types' linears multiply float32 activations (0, the default), int16 ones (1), int16 below 16 rows
+// and int8 from 16 where the path has int8 tiles for their types (2), or that for the linears marked
+// int8_inputs and int16 for the rest (3).
+void rs_set_activation_dtype(int32_t dtype) { rs_activations_int16 = dtype >= 0 && dtype <= 3 ? dtype : 0; }
 int rs_activation_dtype() { return rs_activations_int16; }
 
 // 1 when the kernels run tensors of ggml type `type`, else 0.

@@ -76,15 +76,15 @@ def path_for(setting: str) -> str | None:
 def activations_in_effect(activations: str, path: str) -> str:
     """What exec.activation_dtype does on ``path``: int8 takes calls of 16 rows or more where the path has
     int8 tiles for the linear's types, and runs as int16 elsewhere."""
-    if activations != "int8":
+    if activations not in ("int8", "mixed"):
         return activations
     if path not in INT8_TILES:
         return "int16 (int8 tiles: avx2, avx512vnni)"
     if INT8_TILES[path] is None:
-        return "int8 from 16 rows, int16 below"
-    return (
-        "int8 from 16 rows where the quantised parts' codes fit 6 bits (not Q8_0, IQ4_NL, IQ4_XS), int16 else"
-    )
+        int8 = "int8 from 16 rows, int16 below"
+    else:
+        int8 = "int8 from 16 rows where the quantised parts' codes fit 6 bits (not Q8_0, IQ4_NL, IQ4_XS), int16 else"
+    return int8 if activations == "int8" else f"o_proj, down_proj: {int8}; the rest int16"
 
 
 def kernel_path_fact(

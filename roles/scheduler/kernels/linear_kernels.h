@@ -26,7 +26,8 @@ struct rs_part {
 constexpr int RS_MAX_PARTS = 4;
 
 // 1: quantised types multiply int16 activations (int16_rows.h, int16_tiles.h); 2: int16 below 16 rows and int8
-// from 16 where the path's int8 tiles take every quantised part (int8_tiles.h); 0: float32. Process-wide, set through dispatch.cpp's
+// from 16 where the path's int8 tiles take every quantised part (int8_tiles.h); 3 (mixed): as 2 for the linears
+// marked int8_inputs, as 1 for the rest; 0: float32. Process-wide, set through dispatch.cpp's
 // rs_set_activation_dtype.
 extern int rs_activations_int16;
 
@@ -34,7 +35,7 @@ struct rs_linear {
     int32_t n;  // out features: the parts' rows together
     int32_t k;  // in features, a multiple of 32
     int32_t num_parts;
-    int32_t reserved;
+    int32_t int8_inputs;  // nonzero: int8 inputs under activation dtype 3 (mixed)
     rs_part parts[RS_MAX_PARTS];
 };
 }
@@ -284,7 +285,7 @@ struct rs_row_buffers {
     rs_row_buffers(int64_t rows, int64_t k)
         : bf16(RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0),
           q(rs_activations_int16 ? rows * k : 0),
-          q8(RS_HAS_INT8_TILES && rs_activations_int16 == 2 && rows >= RS_INT16_MAX_ROWS ? rows * k : 0),
+          q8(RS_HAS_INT8_TILES && rs_activations_int16 >= 2 && rows >= RS_INT16_MAX_ROWS ? rows * k : 0),
           scale(q.size() / RS_GROUP),
           sums(q.size() / 16) {}
     rs_row_scratch view() {
@@ -301,8 +302,10 @@ static inline bool rs_linear_has(const rs_linear& w, bool codes) {
 }
 
 #ifdef RS_INT8_TILES
-// Whether every quantised part of w takes int8 inputs on this path (int8_tiles.h).
+// Whether w's inputs round to int8: the activation dtype says so for w (int8, or mixed and w marked), and
+// every quantised part of w takes int8 inputs on this path (int8_tiles.h).
 static inline bool rs_linear_takes_int8(const rs_linear& w) {
+    if (rs_activations_int16 != 2 && !(rs_activations_int16 == 3 && w.int8_inputs)) return false;
     for (int i = 0; i < w.num_parts; ++i)
         if (rs_type_has_codes(w.parts[i].type) && !rs_int8_takes(w.parts[i].type)) return false;
     return true;

@@ -15,7 +15,7 @@ import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
@@ -41,7 +41,7 @@ class RsLinear(ctypes.Structure):
         ("n", ctypes.c_int32),
         ("k", ctypes.c_int32),
         ("num_parts", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
+        ("int8_inputs", ctypes.c_int32),  # nonzero: int8 inputs under activation dtype mixed
         ("parts", RsPart * MAX_PARTS),
     ]
 
@@ -223,12 +223,13 @@ def select_isa(name: str) -> None:
         raise ValueError(f"this CPU lacks the instructions of kernel path {name!r}")
 
 
-ACTIVATION_DTYPES = ("float32", "int16", "int8")
+ACTIVATION_DTYPES = ("float32", "int16", "int8", "mixed")
 
 
 def activation_dtype() -> str:
     """How quantised weights multiply: float32, or int16 (int8: int8 from 16 rows where the path has int8
-    tiles for the linear's types, isa.INT8_TILES) activations against their integer codes."""
+    tiles for the linear's types, isa.INT8_TILES; mixed: that for the linears whose view has int8_inputs
+    set, int16 for the rest) activations against their integer codes."""
     return ACTIVATION_DTYPES[library().rs_activation_dtype()]
 
 

@@ -27,7 +27,7 @@ from torch import nn
 
 from roles.model_files.tensor_types import BY_NAME, INT4_GROUP
 from roles.scheduler.kernels import native
-from roles.scheduler.models.block_linear import BlockLinear
+from roles.scheduler.models.block_linear import BlockLinear, takes_int8_inputs
 from roles.scheduler.models.placeholders import meta
 
 F32_TYPE_ID = BY_NAME["F32"].type_id
@@ -110,7 +110,7 @@ def linear_for(state: dict[str, torch.Tensor], prefix: str, out_features: int, i
         part_rows = [state[f"{prefix}blocks_{index}"].shape[0] for index in range(len(types))]
         if sum(part_rows) != out_features:
             raise ValueError(f"{prefix}blocks_* hold {sum(part_rows)} rows; the model expects {out_features}")
-        return BlockLinear.empty(in_features, types.tolist(), part_rows)
+        return BlockLinear.empty(in_features, types.tolist(), part_rows, takes_int8_inputs(prefix))
     if prefix + "weight" in state:
         return DenseLinear(out_features, in_features)
     if prefix + "weight_int8" in state:

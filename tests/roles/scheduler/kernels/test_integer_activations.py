@@ -182,3 +182,28 @@ def test_the_setting_is_process_wide_and_checked():
         native.set_activation_dtype("float32")
     with pytest.raises(ValueError, match="int4"):
         native.set_activation_dtype("int4")
+
+
+@pytest.mark.parametrize("type_name", ["Q4_1", "Q6_K", "Q8_0"])
+@pytest.mark.parametrize("rows", [5, 24])
+def test_mixed_gives_int8_inputs_to_the_marked_linears_only(type_name, rows, kernel_isa):
+    """exec.activation_dtype mixed: a linear marked int8_inputs computes what int8 computes, bit for bit; an
+    unmarked one what int16 computes."""
+    linear, _, _ = _linear(type_name, seed=rows)
+    x = _inputs(rows, linear.in_features)
+    outputs = {}
+    try:
+        for activations in ("int16", "int8"):
+            native.set_activation_dtype(activations)
+            outputs[activations] = linear(x)
+        native.set_activation_dtype("mixed")
+        for marked in (False, True):
+            linear.int8_inputs = marked
+            expected = outputs["int8" if marked else "int16"]
+            assert torch.equal(linear(x), expected), f"{type_name}, {rows} rows, marked {marked}"
+    finally:
+        native.set_activation_dtype("float32")
+    # Whether int8 differs from int16 at all here: from 16 rows, where the path takes the type.
+    assert torch.equal(outputs["int8"], outputs["int16"]) == (
+        rows < 16 or not takes_int8(kernel_isa, type_name)
+    )

@@ -83,3 +83,18 @@ def test_inspect_says_where_int8_activations_run_as_int16(path, shown):
     assert fact["activations"] == shown
     [fact] = kernel_path_fact("auto", "auto", path, [path], "int16")
     assert fact["activations"] == "int16 (quantised weights)"
+
+
+@pytest.mark.parametrize(
+    "path, shown",
+    [
+        (
+            "avx512vnni",
+            "o_proj, down_proj: int8 from 16 rows, int16 below; the rest int16 (quantised weights)",
+        ),
+        ("avx512", "int16 (int8 tiles: avx2, avx512vnni) (quantised weights)"),
+    ],
+)
+def test_inspect_says_which_linears_mixed_gives_int8(path, shown):
+    [fact] = kernel_path_fact("auto", "auto", path, [path], "mixed")
+    assert fact["activations"] == shown

@@ -13,6 +13,7 @@ from torch import nn
 from roles.model_files.tensor_types import BY_NAME
 from roles.scheduler.kernels import native
 from roles.scheduler.models.block_linear import BlockLinear, prepare_kernel_views
+from roles.scheduler.models.quantized_linear import linear_for
 from tests.kernel_gate import needs_kernels
 from tests.random_blocks import random_rows
 
@@ -62,3 +63,21 @@ def test_float32_activations_pack_nothing_and_drop_nothing(tmp_path):
     model, _ = _mapped_model(tmp_path)
     assert prepare_kernel_views(model) == 0
     assert all(linear.kernel_view().parts[0].packed is None for linear in model)
+
+
+def test_the_output_and_down_projections_are_marked_for_int8_inputs():
+    """exec.activation_dtype mixed gives int8 inputs to the linears of INT8_INPUT_KINDS (the last part of their
+    module's name), in every layer; the others stay unmarked, in their kernel views too."""
+    blocks = torch.from_numpy(random_rows("Q4_1", native.PACKED_TILE_ROWS, COLS, seed=0))
+    kinds = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+    prefixes = [f"layers.{i}.{kind}." for i in range(2) for kind in kinds] + ["lm_head."]
+    state = {}
+    for prefix in prefixes:
+        state[prefix + "block_types"] = torch.tensor([BY_NAME["Q4_1"].type_id], dtype=torch.int32)
+        state[prefix + "blocks_0"] = blocks
+    linears = {prefix: linear_for(state, prefix, native.PACKED_TILE_ROWS, COLS) for prefix in prefixes}
+    marked = sorted(prefix for prefix, linear in linears.items() if linear.int8_inputs)
+    assert marked == [f"layers.{i}.{kind}." for i in range(2) for kind in ("down_proj", "o_proj")]
+    for linear in linears.values():
+        linear.blocks_0 = blocks
+        assert linear.kernel_view().int8_inputs == int(linear.int8_inputs)
