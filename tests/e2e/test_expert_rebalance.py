@@ -32,6 +32,9 @@ def server(request, tmp_path_factory):
         expert_backup={"enabled": True},
         exec={
             "weight_dtype": request.param,
+            # The skew PROMPTS make on this random model's routing holds with int16 inputs; mixed's int8 O and
+            # down projections route its tokens otherwise (in one run: evenly, nothing to rebalance).
+            "activation_dtype": "int16",
             "moe": {"num_redundant_experts": 2, "eplb_min_rebalance_balancedness": 1.0},
         },
     )
