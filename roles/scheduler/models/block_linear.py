@@ -14,14 +14,9 @@ from torch import nn
 
 from roles.model_files.tensor_types import BY_ID
 from roles.scheduler.kernels import native
+from roles.scheduler.kernels.isa import INT8_INPUT_KINDS
 from roles.scheduler.models.file_pages import drop_file_pages, file_backed_spans
 from roles.scheduler.models.placeholders import meta
-
-# The linears exec.activation_dtype mixed gives int8 inputs: by their module's name, the attention's output
-# projection and the MLP's down projection. Rounding only their inputs to int8 kept 99.2% teacher-forced
-# top-1 agreement with exact on the bundled model, where Q/K/V and gate/up fell below 98%
-# (bench/activation_rounding.py --kinds o_proj+down_proj; docs/weights-and-kernels.md).
-INT8_INPUT_KINDS = ("o_proj", "down_proj")
 
 
 def takes_int8_inputs(prefix: str) -> bool:
