@@ -17,9 +17,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from roles.scheduler.expert_parallel.rebalance_plan import expected_rank_load, plan_placement
+from roles.scheduler.expert_parallel.rebalance_plan import choose_placement
 from roles.scheduler.expert_parallel.shard import save_placement
-from roles.scheduler.expert_stats.balancedness import pass_balancedness
 from roles.scheduler.loading.state import load_state
 from roles.scheduler.models.swiglu import SwiGLU
 from roles.scheduler.moe.placement import ExpertPlacement
@@ -89,17 +88,15 @@ class ExpertRebalancer:
             layers, logical = self.placement.num_layers, self.placement.num_logical
             local = torch.zeros(layers, logical, dtype=torch.int64)
         load = shard.group.sum(local)
-        before = pass_balancedness(expected_rank_load(self.placement, load))
-        if int(load.sum()) == 0 or before > self.settings.min_balancedness:
-            reason = (
-                "no tokens in the window"
-                if int(load.sum()) == 0
-                else f"balancedness {before:.3f} is above exec.moe.eplb_min_rebalance_balancedness="
-                f"{self.settings.min_balancedness:g}"
+        choice = choose_placement(
+            self.placement, load, self.settings.num_redundant, self.settings.min_balancedness
+        )
+        if choice.placement is None:
+            outcome = RebalanceOutcome(
+                False, choice.before, choice.after, 0, time.monotonic() - started, choice.reason
             )
-            return self._done(RebalanceOutcome(False, before, before, 0, time.monotonic() - started, reason))
-        new = plan_placement(load, shard.group.size, self.settings.num_redundant)
-        after = pass_balancedness(expected_rank_load(new, load))
+            return self._done(outcome)
+        new, before, after = choice.placement, choice.before, choice.after
         moved = self._swap_in(new)
         if shard.rank == 0:
             save_placement(new, self.placement_path)

@@ -7,12 +7,17 @@ For each MoE layer, from the tokens each logical expert received over a window:
    least load so far that still has a free slot, preferring a rank that does not yet hold that expert.
 Every rank holds the same number of slots. The plan depends only on the loads, so every rank computes the
 same one. Its expected balancedness is the balancedness the window's loads would have had under it.
+A plan is applied only when the window's balancedness is at most the minimum and the plan's is not below it:
+the packing is greedy, and a placement balanced better than the greedy one would give is kept.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
+from roles.scheduler.expert_stats.balancedness import pass_balancedness
 from roles.scheduler.moe.placement import ExpertPlacement
 
 
@@ -71,3 +76,30 @@ def expected_rank_load(placement: ExpertPlacement, logical_load: torch.Tensor) -
     share = logical_load.double() / counts.double()  # [layers, logical] per replica
     per_slot = torch.gather(share, 1, placement.physical_to_logical)
     return placement.rank_counts(per_slot)
+
+
+@dataclass(frozen=True)
+class PlanChoice:
+    placement: ExpertPlacement | None  # the new placement; None: keep the current one
+    before: float  # the window's balancedness under the current placement
+    after: float  # under the new one (before when there is none)
+    reason: str = ""  # why the current one is kept
+
+
+def choose_placement(
+    current: ExpertPlacement, logical_load: torch.Tensor, num_redundant: int, min_balancedness: float
+) -> PlanChoice:
+    """Whether to move from `current` for the window's logical_load [layers, logical], and where to. The
+    same loads give the same choice on every rank."""
+    before = pass_balancedness(expected_rank_load(current, logical_load))
+    if int(logical_load.sum()) == 0:
+        return PlanChoice(None, before, before, "no tokens in the window")
+    if before > min_balancedness:
+        reason = f"balancedness {before:.3f} is above exec.moe.eplb_min_rebalance_balancedness={min_balancedness:g}"
+        return PlanChoice(None, before, before, reason)
+    new = plan_placement(logical_load, current.num_ranks, num_redundant)
+    after = pass_balancedness(expected_rank_load(new, logical_load))
+    if after < before:
+        reason = f"the plan's balancedness {after:.3f} would be below the current {before:.3f}"
+        return PlanChoice(None, before, before, reason)
+    return PlanChoice(new, before, after)

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from roles.scheduler.expert_parallel.rebalance_plan import (
+    choose_placement,
     expected_rank_load,
     pack,
     plan_placement,
@@ -43,3 +44,33 @@ def test_a_skewed_load_is_more_balanced_after_the_plan():
 def test_slots_that_cannot_be_split_evenly_are_refused():
     with pytest.raises(ValueError, match="4 experts \\+ 1 redundant cannot be split evenly over 2 ranks"):
         plan_placement(torch.ones(1, 4), num_ranks=2, num_redundant=1)
+
+
+def test_a_skewed_window_below_the_minimum_gets_the_plan():
+    load = torch.tensor([[900.0, 50.0, 30.0, 20.0]])
+    choice = choose_placement(ExpertPlacement.contiguous(1, 4, num_ranks=2), load, 2, min_balancedness=0.9)
+    assert choice.placement is not None and choice.reason == ""
+    assert choice.after > choice.before
+    assert torch.equal(choice.placement.physical_to_logical, plan_placement(load, 2, 2).physical_to_logical)
+
+
+def test_a_placement_balanced_better_than_the_greedy_plan_is_kept():
+    """Loads 4, 9, 9, 3 on two ranks of three slots: {0, 1, 3} and {0, 2, 3} carry 12.5 each, while the
+    greedy packing leaves 13 against 12. Even with a minimum of 1.0 the current placement stays."""
+    load = torch.tensor([[4.0, 9.0, 9.0, 3.0]])
+    current = ExpertPlacement(torch.tensor([[0, 1, 3, 0, 2, 3]]), num_ranks=2)
+    greedy = pass_balancedness(expected_rank_load(plan_placement(load, 2, 2), load))
+    assert greedy < 1.0
+    choice = choose_placement(current, load, 2, min_balancedness=1.0)
+    assert choice.placement is None
+    assert choice.before == choice.after == pytest.approx(1.0)
+    assert "would be below the current 1.000" in choice.reason
+
+
+def test_no_tokens_or_a_balanced_enough_window_keeps_the_placement():
+    current = ExpertPlacement.contiguous(1, 4, num_ranks=2)
+    empty = choose_placement(current, torch.zeros(1, 4, dtype=torch.int64), 2, min_balancedness=1.0)
+    assert empty.placement is None and empty.reason == "no tokens in the window"
+    above = choose_placement(current, torch.tensor([[5.0, 5.0, 6.0, 4.0]]), 2, min_balancedness=0.5)
+    assert above.placement is None
+    assert above.reason == "balancedness 1.000 is above exec.moe.eplb_min_rebalance_balancedness=0.5"
