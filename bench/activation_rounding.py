@@ -3,7 +3,7 @@ dequantised from the file) with chosen linears' inputs rounded to BITS-bit integ
 with its own step, teacher forced as bench/accuracy.py is.
 
     .venv/bin/python bench/activation_rounding.py [--bits 8 16] [--groups 32 16] [--kinds all down_proj ...]
-        [--model smol-q4_k_m.gguf] [--tokens 32]
+        [--keep 0 4 16] [--model smol-q4_k_m.gguf] [--tokens 32]
 
 exact decodes the default model's 16 prompts greedily; then, for every bits x group x kinds, the same model is
 fed exact's tokens while every linear of the named kinds (the last part of its module name: qkv_proj, o_proj,
@@ -12,6 +12,11 @@ together) multiplies its inputs
 rounded to nearest on a symmetric grid whose step is the group's largest magnitude / (2^(bits-1) - 1). 8 bits
 in groups of 32 is exec.activation_dtype int8's rounding, 16 in groups of 32 int16's, whose offsets meet the
 rounded inputs too. Printed: top-1 agreement with exact and the largest logit difference.
+
+--keep K leaves K input channels of every chosen linear unrounded (zeroed before the groups are rounded, so
+they set no group's step, and multiplied in float beside them): the K channels whose largest magnitude was
+greatest while exact decoded CALIBRATION, prompts of their own (none of the 16 measured), the same number of
+tokens. It measures what keeping a linear's outlier channels out of the int8 groups would give a kernel.
 
 A kernel's integer products add no error of their own (they are exact in int32), so its agreement should not
 fall below the figure its scheme's rounding gives here: below it, the kernel loses more than its rounding.
@@ -24,6 +29,7 @@ import contextlib
 import pathlib
 import sys
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -36,6 +42,10 @@ from tests.paged_greedy import greedy_decode_with_logits  # noqa: E402
 from tests.roles.scheduler.models.test_auto_mode import PROMPTS  # noqa: E402
 
 HEAD = "head"
+# The prompts --keep chooses each linear's channels on: random ids of seeds the measured prompts do not use.
+CALIBRATION = [
+    [int(t) for t in np.random.default_rng(1000 + seed).integers(100, 20000, 8)] for seed in range(8)
+]
 
 
 def round_inputs(x: torch.Tensor, bits: int, group: int) -> torch.Tensor:
@@ -49,6 +59,53 @@ def round_inputs(x: torch.Tensor, bits: int, group: int) -> torch.Tensor:
     return (torch.round(runs / step) * step).reshape(x.shape)
 
 
+def round_inputs_keeping(x: torch.Tensor, bits: int, group: int, kept: torch.Tensor) -> torch.Tensor:
+    """round_inputs with the channels `kept` (indices into the last dimension) left as they are: they are
+    zeroed before the rounding, so that no group's step comes from them, and put back after it."""
+    if kept.numel() == 0:
+        return round_inputs(x, bits, group)
+    rest = x.clone()
+    rest[..., kept] = 0.0
+    rounded = round_inputs(rest, bits, group)
+    rounded[..., kept] = x[..., kept]
+    return rounded
+
+
+def chosen_linears(model: nn.Module, kinds: set[str]) -> dict[str, nn.Module]:
+    """The model's linear modules of the given kinds (the vocabulary projection is not a module: HEAD apart)."""
+    return {
+        name: module
+        for name, module in model.named_modules()
+        if isinstance(module, DenseLinear) and name.rsplit(".", 1)[-1] in kinds
+    }
+
+
+def channel_peaks(model: nn.Module, shape, kinds: set[str], prompts: list[list[int]], tokens: int) -> dict:
+    """Per chosen linear (HEAD for the vocabulary projection), each input channel's largest magnitude while
+    the model decodes prompts greedily for `tokens` tokens."""
+    peaks: dict[str, torch.Tensor] = {}
+
+    def record(name: str, x: torch.Tensor) -> None:
+        top = x.reshape(-1, x.shape[-1]).abs().amax(dim=0)
+        peaks[name] = top if name not in peaks else torch.maximum(peaks[name], top)
+
+    handles = [
+        module.register_forward_pre_hook(lambda _module, args, name=name: record(name, args[0]))
+        for name, module in chosen_linears(model, kinds).items()
+    ]
+    if HEAD in kinds:
+        projection = model.vocab_logits
+        model.vocab_logits = lambda hidden: (record(HEAD, hidden), projection(hidden))[1]
+    try:
+        greedy_decode_with_logits(model, shape, prompts, tokens)
+    finally:
+        for handle in handles:
+            handle.remove()
+        if HEAD in kinds:
+            del model.vocab_logits
+    return peaks
+
+
 def linear_kinds(model: nn.Module) -> list[str]:
     """The kinds of linear a model has, as --kinds names them."""
     names = {
@@ -58,18 +115,24 @@ def linear_kinds(model: nn.Module) -> list[str]:
 
 
 @contextlib.contextmanager
-def rounded_inputs(model: nn.Module, kinds: set[str], bits: int, group: int):
-    """Within the block, the chosen kinds of linear of model multiply rounded inputs."""
+def rounded_inputs(model: nn.Module, kinds: set[str], bits: int, group: int, kept: dict | None = None):
+    """Within the block, the chosen kinds of linear of model multiply rounded inputs, each but the channels
+    `kept` names for it (by module name, HEAD for the vocabulary projection; none when absent)."""
+    none = torch.zeros(0, dtype=torch.long)
+    kept = kept or {}
     handles = [
         module.register_forward_pre_hook(
-            lambda _module, args: (round_inputs(args[0], bits, group), *args[1:])
+            lambda _module, args, channels=kept.get(name, none): (
+                round_inputs_keeping(args[0], bits, group, channels),
+                *args[1:],
+            )
         )
-        for name, module in model.named_modules()
-        if isinstance(module, DenseLinear) and name.rsplit(".", 1)[-1] in kinds
+        for name, module in chosen_linears(model, kinds).items()
     ]
     if HEAD in kinds:  # the vocabulary projection may be the tied embedding, not a module: its input instead
         projection = model.vocab_logits
-        model.vocab_logits = lambda hidden: projection(round_inputs(hidden, bits, group))
+        channels = kept.get(HEAD, none)
+        model.vocab_logits = lambda hidden: projection(round_inputs_keeping(hidden, bits, group, channels))
     try:
         yield
     finally:
@@ -89,6 +152,13 @@ def main() -> None:
         default=["all"],
         help="kinds of linear, each run alone; a+b: those together; all: every one",
     )
+    parser.add_argument(
+        "--keep",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="input channels of each chosen linear left unrounded, chosen on CALIBRATION",
+    )
     parser.add_argument("--model", default="smollm2", help="the default model, or a GGUF file's path")
     parser.add_argument("--tokens", type=int, default=32)
     args = parser.parse_args()
@@ -102,17 +172,23 @@ def main() -> None:
     print(
         f"{args.model}: {len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens"
     )
-    print(f"{'bits':>4} {'group':>5} {'linears':<48} {'top-1 agreement':>16} {'max |logit diff|':>17}")
+    peaks = channel_peaks(model, shape, set(kinds), CALIBRATION, args.tokens) if any(args.keep) else {}
+    print(
+        f"{'bits':>4} {'group':>5} {'kept':>4} {'linears':<48} {'top-1 agreement':>16} {'max |logit diff|':>17}"
+    )
     for bits in args.bits:
         for group in args.groups:
-            for chosen in args.kinds:
-                selected = set(kinds) if chosen == "all" else set(chosen.split("+"))
-                with rounded_inputs(model, selected, bits, group):
-                    agree, total, largest = forced_agreement(model, shape, groups, references)
-                label = "all: " + ", ".join(kinds) if chosen == "all" else chosen
-                print(
-                    f"{bits:>4} {group:>5} {label:<48} {agree:>6} / {total:<4} {agree / total:6.1%} {largest:>12.3f}"
-                )
+            for keep in args.keep:
+                kept = {name: top.topk(keep).indices for name, top in peaks.items()} if keep else {}
+                for chosen in args.kinds:
+                    selected = set(kinds) if chosen == "all" else set(chosen.split("+"))
+                    with rounded_inputs(model, selected, bits, group, kept):
+                        agree, total, largest = forced_agreement(model, shape, groups, references)
+                    label = "all: " + ", ".join(kinds) if chosen == "all" else chosen
+                    print(
+                        f"{bits:>4} {group:>5} {keep:>4} {label:<48} {agree:>6} / {total:<4} {agree / total:6.1%}"
+                        f" {largest:>12.3f}"
+                    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.activation_rounding import HEAD, linear_kinds, round_inputs, rounded_inputs
+from bench.activation_rounding import (
+    HEAD,
+    channel_peaks,
+    linear_kinds,
+    round_inputs,
+    round_inputs_keeping,
+    rounded_inputs,
+)
 from roles.scheduler.loading.from_file import load_model
 from tests.tiny_checkpoint import write_tiny_llama
 
@@ -33,6 +40,37 @@ def test_more_bits_round_less_and_a_zero_group_stays_zero():
     assert torch.equal(round_inputs(x, 8, 32)[1, 32:64], torch.zeros(32))
     with pytest.raises(ValueError, match="multiple of the group"):
         round_inputs(torch.randn(2, 40), 8, 32)
+
+
+def test_kept_channels_stay_as_they_are_and_set_no_groups_step():
+    torch.manual_seed(2)
+    x = torch.randn(2, 64) * 0.1
+    x[:, 5] = 50.0  # an outlier: rounded with the rest, it would make the group's step 50 / 127
+    kept = torch.tensor([5])
+    rounded = round_inputs_keeping(x, 8, 32, kept)
+    assert torch.equal(rounded[:, 5], x[:, 5])
+    rest = x.clone()
+    rest[:, 5] = 0.0
+    expected = round_inputs(rest, 8, 32)
+    expected[:, 5] = x[:, 5]
+    assert torch.equal(rounded, expected)
+    assert (rounded - x).abs().max() < (round_inputs(x, 8, 32) - x).abs().max() / 50
+    assert torch.equal(
+        round_inputs_keeping(x, 8, 32, torch.zeros(0, dtype=torch.long)), round_inputs(x, 8, 32)
+    )
+
+
+def test_channel_peaks_are_the_largest_input_magnitudes_each_linear_saw(tmp_path):
+    model, shape = load_model(str(write_tiny_llama(tmp_path / "tiny")), weight_dtype="exact")
+    seen: list[torch.Tensor] = []
+    layer = model.layers[0]
+    handle = layer.down_proj.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
+    peaks = channel_peaks(model, shape, {"down_proj", HEAD}, [[1, 2, 3], [4, 5]], tokens=3)
+    handle.remove()
+    expected = torch.cat([x.reshape(-1, x.shape[-1]) for x in seen]).abs().amax(dim=0)
+    assert torch.equal(peaks["layers.0.down_proj"], expected)
+    assert HEAD in peaks and peaks[HEAD].shape == (layer.o_proj.weight.shape[0],)
+    assert not any(name.endswith("qkv_proj") for name in peaks)
 
 
 def test_hooks_round_the_chosen_linears_inside_the_block_only(tmp_path):
