@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import pathlib
 
+from roles.model_files.tensor_types import BY_NAME
+
 # Narrowest first; the library's paths in the same order (native.isa_paths()).
 ISA_FLAGS = {
     "avx2": frozenset({"avx2", "fma", "f16c"}),
@@ -44,6 +46,7 @@ ROUNDS_TO_BF16 = frozenset({"avx512bf16"})
 # What exec.activation_dtype int8 runs on each path: linears of 16 rows or more whose quantised parts are all
 # of the types named (None: every quantised type) take int8 activations (int8_tiles.h: vpdpbusd with
 # AVX512_VNNI, vpmaddubsw on avx2, whose codes must fit 6 bits); every other call runs as int16.
+QUANTISED_TYPES = tuple(name for name, row in BY_NAME.items() if not row.is_float)
 INT8_TILES: dict[str, frozenset[str] | None] = {
     "avx2": frozenset({"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}),
     "avx512vnni": None,
@@ -89,7 +92,8 @@ def activations_in_effect(activations: str, path: str) -> str:
     if INT8_TILES[path] is None:
         int8 = "int8 from 16 rows, int16 below"
     else:
-        int8 = "int8 from 16 rows where the quantised parts' codes fit 6 bits (not Q8_0, IQ4_NL, IQ4_XS), int16 else"
+        others = ", ".join(name for name in QUANTISED_TYPES if name not in INT8_TILES[path])
+        int8 = f"int8 from 16 rows where the quantised parts' codes fit 6 bits (not {others}), int16 else"
     return int8 if activations == "int8" else f"{', '.join(INT8_INPUT_KINDS)}: {int8}; the rest int16"
 
 
