@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "packed_tiles.h"
+
 // What TYPE's codes are raised by to be unsigned, and their largest value then (0: the type stays int16).
 constexpr int rs_madd_bias(int type) {
     return type == RS_Q4_0 ? 8 : type == RS_Q5_0 ? 16 : type == RS_Q3_K ? 4 : type == RS_Q6_K ? 32 : 0;
@@ -73,6 +75,37 @@ static void rs_decode_int8_panel(const rs_part& p, int64_t blocks, int64_t n0, i
         }
         rs_store_quads(codes, panel.codes + g * RS_TILE_QUADS * RS_TILE_COLUMNS);
     });
+}
+
+// A packed tile (packed_layout.h) as the int8 panel: the values rs_decode_int8_panel reads from the file's
+// blocks (the codes raised by the type's bias, four to a column's word; the scales; the offsets lowered by the
+// bias times the scales), so the tiles give the same bits while the file's pages, which the packed tiles let
+// go, stay out of memory. A pair of int16 pairs (codes 4q, 4q + 1 and 4q + 2, 4q + 3 of each column) packs to
+// bytes within each 128-bit lane, columns' pairs first; a byte shuffle puts each column's four codes together.
+#define RS_INT8_PACKED_PANEL 1
+template <int TYPE>
+static void rs_packed_int8_panel(const uint8_t* tile, int64_t groups, const rs_int8_panel& panel) {
+    constexpr int BIAS = rs_madd_bias(TYPE);
+    rs_packed_panel_of<TYPE>(
+        tile, groups, RS_TILE_QUADS * RS_TILE_COLUMNS, panel.codes, panel.scale, panel.offset,
+        [](const uint8_t* group, int lane, int32_t* codes) {
+            const __m256i quads = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,  //
+                                                   0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+            __m256i first = _mm256_setzero_si256();
+            rs_packed_pairs<TYPE>(group, lane, [&](int q, __m256i pair) {
+                if (q % 2 == 0) {
+                    first = pair;
+                    return;
+                }
+                __m256i bytes = _mm256_shuffle_epi8(_mm256_packs_epi16(first, pair), quads);
+                if constexpr (BIAS != 0) bytes = _mm256_add_epi8(bytes, _mm256_set1_epi8(BIAS));
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + q / 2 * RS_TILE_COLUMNS + lane), bytes);
+            });
+        },
+        [](__m256 offset, __m256 scale) {
+            if constexpr (BIAS != 0) offset = _mm256_sub_ps(offset, _mm256_mul_ps(_mm256_set1_ps(float(BIAS)), scale));
+            return offset;
+        });
 }
 
 // out[r, c] for M int8 rows from `first` and the panel's columns [lane, lane + 8 L), into the M x

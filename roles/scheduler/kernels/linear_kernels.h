@@ -225,8 +225,7 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
 #endif
             // A whole packed tile: the same arithmetic as the int16 tiles without decoding a panel per call.
             if constexpr (rs_type_packs(TYPE))
-                if (p.packed != nullptr && n0 % RS_PACKED_COLUMNS == 0 && n1 - n0 == RS_PACKED_COLUMNS)
-                    return rs_linear_packed<TYPE>(p, n0, *xq, rows, k, out, ldo);
+                if (rs_whole_packed_tile(p, n0, n1)) return rs_linear_packed<TYPE>(p, n0, *xq, rows, k, out, ldo);
             if (rows < RS_INT16_MAX_ROWS) return rs_linear_int16<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
             return rs_linear_int16_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
         }

@@ -193,26 +193,40 @@ static void rs_packed_tile_rows(const uint8_t* tile, int64_t groups, const rs_in
         rs_packed_tile<TYPE, M>(tile, groups, lane, x, first, k, out, ldo);
 }
 
+// A packed tile's groups into a panel, lane by lane: write_codes(group, lane, codes) stores a lane's codes of
+// a group at that group's code words (code_words of them a group), then each half's scales and offsets go to
+// scale and offset [g][half][column], an offset as adjust(offset, scale).
+template <int TYPE, typename WriteCodes, typename Adjust>
+static RS_ALWAYS_INLINE void rs_packed_panel_of(const uint8_t* tile, int64_t groups, int64_t code_words, int32_t* codes,
+                                                float* scale, float* offset, WriteCodes write_codes, Adjust adjust) {
+    for (int64_t g = 0; g < groups; ++g) {
+        const uint8_t* group = tile + g * rs_packed_group_bytes(TYPE);
+        float* scales = scale + g * 2 * RS_TILE_COLUMNS;
+        float* offsets = offset + g * 2 * RS_TILE_COLUMNS;
+        for (int lane = 0; lane < RS_PACKED_COLUMNS; lane += RS_TILE_LANES) {
+            write_codes(group, lane, codes + g * code_words);
+            for (int half = 0; half < 2; ++half) {
+                const rs_cols_f columns = rs_packed_scale_columns<TYPE>(group, lane, half);
+                const rs_cols_f base = rs_packed_offsets(TYPE) ? rs_packed_offset_columns<TYPE>(group, lane) : rs_cols_zero_f();
+                rs_cols_store(scales + half * RS_TILE_COLUMNS + lane, columns);
+                rs_cols_store(offsets + half * RS_TILE_COLUMNS + lane, adjust(base, columns));
+            }
+        }
+    }
+}
+
 // A packed tile as the int16 tiles' panel (int16_tiles.h): its pairs, scales and offsets, the values the
 // kernel above reads, so the tiles' loop over that panel gives the same bits.
 template <int TYPE>
 static void rs_packed_panel(const uint8_t* tile, int64_t groups, const rs_tile_panel& panel) {
-    for (int64_t g = 0; g < groups; ++g) {
-        const uint8_t* group = tile + g * rs_packed_group_bytes(TYPE);
-        int32_t* codes = panel.codes + g * RS_TILE_PAIRS * RS_TILE_COLUMNS;
-        float* scale = panel.scale + g * 2 * RS_TILE_COLUMNS;
-        float* offset = panel.offset + g * 2 * RS_TILE_COLUMNS;
-        for (int lane = 0; lane < RS_PACKED_COLUMNS; lane += RS_TILE_LANES) {
+    rs_packed_panel_of<TYPE>(
+        tile, groups, RS_TILE_PAIRS * RS_TILE_COLUMNS, panel.codes, panel.scale, panel.offset,
+        [](const uint8_t* group, int lane, int32_t* codes) {
             rs_packed_pairs<TYPE>(group, lane, [&](int q, rs_cols_i pair) {
                 rs_cols_store_i(codes + q * RS_TILE_COLUMNS + lane, pair);
             });
-            for (int half = 0; half < 2; ++half) {
-                rs_cols_store(scale + half * RS_TILE_COLUMNS + lane, rs_packed_scale_columns<TYPE>(group, lane, half));
-                rs_cols_store(offset + half * RS_TILE_COLUMNS + lane,
-                              rs_packed_offsets(TYPE) ? rs_packed_offset_columns<TYPE>(group, lane) : rs_cols_zero_f());
-            }
-        }
-    }
+        },
+        [](rs_cols_f offset, rs_cols_f) { return offset; });
 }
 
 // Calls of at least this many rows over a packed tile unpack it into the int16 tiles' panel once and run their
@@ -226,13 +240,22 @@ constexpr int64_t RS_PACKED_PANEL_ROWS = INT64_MAX;
 constexpr int64_t RS_PACKED_PANEL_ROWS = RS_TILE_ROWS;
 #endif
 
+// Whether part rows [n0, n1) are one whole packed tile of p, and where that tile starts.
+static inline bool rs_whole_packed_tile(const rs_part& p, int64_t n0, int64_t n1) {
+    return p.packed != nullptr && n0 % RS_PACKED_COLUMNS == 0 && n1 - n0 == RS_PACKED_COLUMNS;
+}
+template <int TYPE>
+static inline const uint8_t* rs_packed_tile_at(const rs_part& p, int64_t n0, int64_t groups) {
+    return p.packed + n0 / RS_PACKED_COLUMNS * groups * rs_packed_group_bytes(TYPE);
+}
+
 // Every one of `rows` quantised rows against the packed tile of part rows [n0, n0 + 16); out points at the
 // part's first column.
 template <int TYPE>
 static void rs_linear_packed(const rs_part& p, int64_t n0, const rs_int16_rows& x, int64_t rows, int64_t k, float* out,
                              int64_t ldo) {
     const int64_t groups = k / RS_GROUP;
-    const uint8_t* tile = p.packed + n0 / RS_PACKED_COLUMNS * groups * rs_packed_group_bytes(TYPE);
+    const uint8_t* tile = rs_packed_tile_at<TYPE>(p, n0, groups);
     if (rows >= RS_PACKED_PANEL_ROWS)
         return rs_int16_tiles_over<TYPE>(groups, n0, n0 + RS_PACKED_COLUMNS, x, rows, k, out, ldo,
                                          [&](const rs_tile_panel& panel) { rs_packed_panel<TYPE>(tile, groups, panel); });

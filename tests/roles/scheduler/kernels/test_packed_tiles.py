@@ -25,6 +25,7 @@ from gguf.quants import dequantize
 
 from roles.model_files.tensor_types import BY_NAME
 from roles.scheduler.kernels import native
+from roles.scheduler.kernels.isa import takes_int8
 from roles.scheduler.models.block_linear import BlockLinear
 from tests.kernel_gate import needs_kernels
 from tests.random_blocks import random_rows
@@ -189,6 +190,31 @@ def test_a_rows_outputs_have_the_int16_tiles_bits_from_1_to_33_rows(type_name, k
     tiles = native.linear_forward(unpacked, x)[:, :32]  # 33 rows of the file's blocks: the int16 tiles
     for rows in (1, 2, 7, 15, 16, 33):
         assert torch.equal(linear(x[:rows])[:, :32], tiles[:rows]), f"{type_name}: {rows} rows"
+
+
+@pytest.mark.parametrize("type_name", PACKED)
+def test_int8_inputs_give_the_same_bits_from_a_packed_tile_as_from_the_files_blocks(type_name, kernel_isa):
+    """From 16 rows with int8 activations the avx2 path decodes its int8 panel from a whole packed tile, so
+    the file's pages stay out of memory (int8_madd_tiles.h); the other paths from the file's blocks. Either
+    way, the bits the file's blocks give; where the path takes the type in int8, not int16's bits."""
+    type_id = BY_NAME[type_name].type_id
+    blocks = torch.from_numpy(_blocks(type_name, seed=6))
+    x = torch.randn(33, COLS, generator=torch.Generator().manual_seed(7))
+    x[:, 7] *= 30.0
+    unpacked = native.linear_view([(type_id, blocks)], COLS)
+    native.set_activation_dtype("int16")
+    int16 = native.linear_forward(unpacked, x)[:, :32]
+    native.set_activation_dtype("int8")
+    linear = BlockLinear(COLS, [type_id], [blocks])
+    assert linear.kernel_view().parts[0].packed is not None
+    for rows in (16, 33):
+        packed = linear(x[:rows])[:, :32]
+        assert torch.equal(packed, native.linear_forward(unpacked, x[:rows])[:, :32]), (
+            f"{type_name}: {rows} rows"
+        )
+        assert torch.equal(packed, int16[:rows]) != takes_int8(kernel_isa, type_name), (
+            f"{type_name}: {rows} rows"
+        )
 
 
 def test_the_view_carries_packed_tiles_once_integer_activations_are_on():
