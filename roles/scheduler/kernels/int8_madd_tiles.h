@@ -86,7 +86,7 @@ static void rs_decode_int8_panel(const rs_part& p, int64_t blocks, int64_t n0, i
 template <int TYPE>
 static void rs_packed_int8_panel(const uint8_t* tile, int64_t groups, const rs_int8_panel& panel) {
     constexpr int BIAS = rs_madd_bias(TYPE);
-    rs_packed_panel_of<TYPE>(
+    rs_packed_panel_of<TYPE, BIAS>(
         tile, groups, RS_TILE_QUADS * RS_TILE_COLUMNS, panel.codes, panel.scale, panel.offset,
         [](const uint8_t* group, int lane, int32_t* codes) {
             const __m256i quads = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,  //
@@ -101,10 +101,6 @@ static void rs_packed_int8_panel(const uint8_t* tile, int64_t groups, const rs_i
                 if constexpr (BIAS != 0) bytes = _mm256_add_epi8(bytes, _mm256_set1_epi8(BIAS));
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + q / 2 * RS_TILE_COLUMNS + lane), bytes);
             });
-        },
-        [](__m256 offset, __m256 scale) {
-            if constexpr (BIAS != 0) offset = _mm256_sub_ps(offset, _mm256_mul_ps(_mm256_set1_ps(float(BIAS)), scale));
-            return offset;
         });
 }
 

@@ -195,10 +195,10 @@ static void rs_packed_tile_rows(const uint8_t* tile, int64_t groups, const rs_in
 
 // A packed tile's groups into a panel, lane by lane: write_codes(group, lane, codes) stores a lane's codes of
 // a group at that group's code words (code_words of them a group), then each half's scales and offsets go to
-// scale and offset [g][half][column], an offset as adjust(offset, scale).
-template <int TYPE, typename WriteCodes, typename Adjust>
+// scale and offset [g][half][column], each offset lowered by BIAS times its scale (exact: BIAS is 0 or 2^n).
+template <int TYPE, int BIAS, typename WriteCodes>
 static RS_ALWAYS_INLINE void rs_packed_panel_of(const uint8_t* tile, int64_t groups, int64_t code_words, int32_t* codes,
-                                                float* scale, float* offset, WriteCodes write_codes, Adjust adjust) {
+                                                float* scale, float* offset, WriteCodes write_codes) {
     for (int64_t g = 0; g < groups; ++g) {
         const uint8_t* group = tile + g * rs_packed_group_bytes(TYPE);
         float* scales = scale + g * 2 * RS_TILE_COLUMNS;
@@ -207,9 +207,10 @@ static RS_ALWAYS_INLINE void rs_packed_panel_of(const uint8_t* tile, int64_t gro
             write_codes(group, lane, codes + g * code_words);
             for (int half = 0; half < 2; ++half) {
                 const rs_cols_f columns = rs_packed_scale_columns<TYPE>(group, lane, half);
-                const rs_cols_f base = rs_packed_offsets(TYPE) ? rs_packed_offset_columns<TYPE>(group, lane) : rs_cols_zero_f();
+                rs_cols_f base = rs_packed_offsets(TYPE) ? rs_packed_offset_columns<TYPE>(group, lane) : rs_cols_zero_f();
+                if constexpr (BIAS != 0) base = rs_cols_fmadd(rs_cols_set1(-float(BIAS)), columns, base);
                 rs_cols_store(scales + half * RS_TILE_COLUMNS + lane, columns);
-                rs_cols_store(offsets + half * RS_TILE_COLUMNS + lane, adjust(base, columns));
+                rs_cols_store(offsets + half * RS_TILE_COLUMNS + lane, base);
             }
         }
     }
@@ -219,14 +220,12 @@ static RS_ALWAYS_INLINE void rs_packed_panel_of(const uint8_t* tile, int64_t gro
 // kernel above reads, so the tiles' loop over that panel gives the same bits.
 template <int TYPE>
 static void rs_packed_panel(const uint8_t* tile, int64_t groups, const rs_tile_panel& panel) {
-    rs_packed_panel_of<TYPE>(
-        tile, groups, RS_TILE_PAIRS * RS_TILE_COLUMNS, panel.codes, panel.scale, panel.offset,
-        [](const uint8_t* group, int lane, int32_t* codes) {
-            rs_packed_pairs<TYPE>(group, lane, [&](int q, rs_cols_i pair) {
-                rs_cols_store_i(codes + q * RS_TILE_COLUMNS + lane, pair);
-            });
-        },
-        [](rs_cols_f offset, rs_cols_f) { return offset; });
+    rs_packed_panel_of<TYPE, 0>(tile, groups, RS_TILE_PAIRS * RS_TILE_COLUMNS, panel.codes, panel.scale, panel.offset,
+                                [](const uint8_t* group, int lane, int32_t* codes) {
+                                    rs_packed_pairs<TYPE>(group, lane, [&](int q, rs_cols_i pair) {
+                                        rs_cols_store_i(codes + q * RS_TILE_COLUMNS + lane, pair);
+                                    });
+                                });
 }
 
 // Calls of at least this many rows over a packed tile unpack it into the int16 tiles' panel once and run their
