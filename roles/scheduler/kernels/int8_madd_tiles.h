@@ -61,10 +61,10 @@ static inline void rs_rows_to_int8(const float* x, int64_t ldx, int64_t r0, int6
         }
 }
 
-// Part rows [n0, n1) (at most RS_TILE_COLUMNS) decoded into panel, k weights each: the codes raised by the
-// type's bias, the offsets lowered by the bias times the scales (panel.start unused).
+// Part rows [n0, n1) (at most RS_TILE_COLUMNS) decoded from the file's blocks into panel, k weights each: the
+// codes raised by the type's bias, the offsets lowered by the bias times the scales (panel.start unused).
 template <int TYPE>
-static void rs_decode_int8_panel(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int8_panel& panel) {
+static void rs_decode_int8_blocks(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int8_panel& panel) {
     constexpr int BIAS = rs_madd_bias(TYPE);
     rs_read_tile_groups<TYPE>(p, blocks, n0, n1, panel.scale, panel.offset, [&](int64_t g, __m256i* codes) {
         if constexpr (BIAS != 0) {
@@ -77,12 +77,11 @@ static void rs_decode_int8_panel(const rs_part& p, int64_t blocks, int64_t n0, i
     });
 }
 
-// A packed tile (packed_layout.h) as the int8 panel: the values rs_decode_int8_panel reads from the file's
+// A packed tile (packed_layout.h) as the int8 panel: the values rs_decode_int8_blocks reads from the file's
 // blocks (the codes raised by the type's bias, four to a column's word; the scales; the offsets lowered by the
 // bias times the scales), so the tiles give the same bits while the file's pages, which the packed tiles let
 // go, stay out of memory. A pair of int16 pairs (codes 4q, 4q + 1 and 4q + 2, 4q + 3 of each column) packs to
 // bytes within each 128-bit lane, columns' pairs first; a byte shuffle puts each column's four codes together.
-#define RS_INT8_PACKED_PANEL 1
 template <int TYPE>
 static void rs_packed_int8_panel(const uint8_t* tile, int64_t groups, const rs_int8_panel& panel) {
     constexpr int BIAS = rs_madd_bias(TYPE);
@@ -102,6 +101,19 @@ static void rs_packed_int8_panel(const uint8_t* tile, int64_t groups, const rs_i
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + q / 2 * RS_TILE_COLUMNS + lane), bytes);
             });
         });
+}
+
+// Part rows [n0, n1) decoded into panel: from their packed tile where they are a whole one, so the file's
+// pages stay given back, else from the file's blocks.
+template <int TYPE>
+static void rs_decode_int8_panel(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int8_panel& panel) {
+    if constexpr (rs_type_packs(TYPE)) {
+        if (rs_whole_packed_tile(p, n0, n1)) {
+            const int64_t groups = blocks * rs_reader<TYPE>::GROUPS;
+            return rs_packed_int8_panel<TYPE>(rs_packed_tile_at<TYPE>(p, n0, groups), groups, panel);
+        }
+    }
+    rs_decode_int8_blocks<TYPE>(p, blocks, n0, n1, panel);
 }
 
 // out[r, c] for M int8 rows from `first` and the panel's columns [lane, lane + 8 L), into the M x

@@ -69,15 +69,7 @@ static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, i
     float* floats = reinterpret_cast<float*>(start + per_group);
     const rs_int8_panel panel{codes, start, floats, floats + per_group};
     float* tile = floats + 2 * per_group;
-    bool from_packed = false;  // the avx2 path reads a whole packed tile's codes (int8_madd_tiles.h)
-#ifdef RS_INT8_PACKED_PANEL
-    if constexpr (rs_type_packs(TYPE))
-        if (rs_whole_packed_tile(p, n0, n1)) {
-            rs_packed_int8_panel<TYPE>(rs_packed_tile_at<TYPE>(p, n0, groups), groups, panel);
-            from_packed = true;
-        }
-#endif
-    if (!from_packed) rs_decode_int8_panel<TYPE>(p, blocks, n0, n1, panel);
+    rs_decode_int8_panel<TYPE>(p, blocks, n0, n1, panel);
     rs_tile_passes(rows, n0, n1 - n0, tile, out, ldo, [&](int64_t r, int64_t m, float* t) {
         rs_int8_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, t);
     });
