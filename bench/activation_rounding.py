@@ -71,13 +71,27 @@ def round_inputs_keeping(x: torch.Tensor, bits: int, group: int, kept: torch.Ten
     return rounded
 
 
-def chosen_linears(model: nn.Module, kinds: set[str]) -> dict[str, nn.Module]:
-    """The model's linear modules of the given kinds (the vocabulary projection is not a module: HEAD apart)."""
-    return {
-        name: module
+@contextlib.contextmanager
+def transformed_inputs(model: nn.Module, kinds: set[str], transform):
+    """Within the block, each linear of the chosen kinds multiplies transform(name, x) instead of its input x
+    (HEAD: the vocabulary projection, which may be the tied embedding, not a module: its input instead)."""
+    handles = [
+        module.register_forward_pre_hook(
+            lambda _module, args, name=name: (transform(name, args[0]), *args[1:])
+        )
         for name, module in model.named_modules()
         if isinstance(module, DenseLinear) and name.rsplit(".", 1)[-1] in kinds
-    }
+    ]
+    if HEAD in kinds:
+        projection = model.vocab_logits
+        model.vocab_logits = lambda hidden: projection(transform(HEAD, hidden))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        if HEAD in kinds:
+            del model.vocab_logits
 
 
 def channel_peaks(model: nn.Module, shape, kinds: set[str], prompts: list[list[int]], tokens: int) -> dict:
@@ -85,24 +99,13 @@ def channel_peaks(model: nn.Module, shape, kinds: set[str], prompts: list[list[i
     the model decodes prompts greedily for `tokens` tokens."""
     peaks: dict[str, torch.Tensor] = {}
 
-    def record(name: str, x: torch.Tensor) -> None:
+    def record(name: str, x: torch.Tensor) -> torch.Tensor:
         top = x.reshape(-1, x.shape[-1]).abs().amax(dim=0)
         peaks[name] = top if name not in peaks else torch.maximum(peaks[name], top)
+        return x
 
-    handles = [
-        module.register_forward_pre_hook(lambda _module, args, name=name: record(name, args[0]))
-        for name, module in chosen_linears(model, kinds).items()
-    ]
-    if HEAD in kinds:
-        projection = model.vocab_logits
-        model.vocab_logits = lambda hidden: (record(HEAD, hidden), projection(hidden))[1]
-    try:
+    with transformed_inputs(model, kinds, record):
         greedy_decode_with_logits(model, shape, prompts, tokens)
-    finally:
-        for handle in handles:
-            handle.remove()
-        if HEAD in kinds:
-            del model.vocab_logits
     return peaks
 
 
@@ -114,32 +117,14 @@ def linear_kinds(model: nn.Module) -> list[str]:
     return sorted(names - {"embedding", "lm_head"}) + [HEAD]
 
 
-@contextlib.contextmanager
 def rounded_inputs(model: nn.Module, kinds: set[str], bits: int, group: int, kept: dict | None = None):
     """Within the block, the chosen kinds of linear of model multiply rounded inputs, each but the channels
     `kept` names for it (by module name, HEAD for the vocabulary projection; none when absent)."""
     none = torch.zeros(0, dtype=torch.long)
     kept = kept or {}
-    handles = [
-        module.register_forward_pre_hook(
-            lambda _module, args, channels=kept.get(name, none): (
-                round_inputs_keeping(args[0], bits, group, channels),
-                *args[1:],
-            )
-        )
-        for name, module in chosen_linears(model, kinds).items()
-    ]
-    if HEAD in kinds:  # the vocabulary projection may be the tied embedding, not a module: its input instead
-        projection = model.vocab_logits
-        channels = kept.get(HEAD, none)
-        model.vocab_logits = lambda hidden: projection(round_inputs_keeping(hidden, bits, group, channels))
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-        if HEAD in kinds:
-            del model.vocab_logits
+    return transformed_inputs(
+        model, kinds, lambda name, x: round_inputs_keeping(x, bits, group, kept.get(name, none))
+    )
 
 
 def main() -> None:

@@ -43,10 +43,12 @@ def missing_flags(path: str) -> list[str]:
 # dispatch.cpp's widest() agrees.
 ROUNDS_TO_BF16 = frozenset({"avx512bf16"})
 
+# Every tensor type with integer codes, in the tensor-type table's order.
+QUANTISED_TYPES = tuple(name for name, row in BY_NAME.items() if not row.is_float)
+
 # What exec.activation_dtype int8 runs on each path: linears of 16 rows or more whose quantised parts are all
 # of the types named (None: every quantised type) take int8 activations (int8_tiles.h: vpdpbusd with
 # AVX512_VNNI, vpmaddubsw on avx2, whose codes must fit 6 bits); every other call runs as int16.
-QUANTISED_TYPES = tuple(name for name, row in BY_NAME.items() if not row.is_float)
 INT8_TILES: dict[str, frozenset[str] | None] = {
     "avx2": frozenset({"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}),
     "avx512vnni": None,
