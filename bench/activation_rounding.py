@@ -3,7 +3,7 @@ dequantised from the file) with chosen linears' inputs rounded to BITS-bit integ
 with its own step, teacher forced as bench/accuracy.py is.
 
     .venv/bin/python bench/activation_rounding.py [--bits 8 16] [--groups 32 16] [--kinds all down_proj ...]
-        [--keep 0 4 16] [--model smol-q4_k_m.gguf] [--tokens 32]
+        [--keep 0 4 16] [--keep-from calibration rows] [--model smol-q4_k_m.gguf] [--tokens 32]
 
 exact decodes the default model's 16 prompts greedily; then, for every bits x group x kinds, the same model is
 fed exact's tokens while every linear of the named kinds (the last part of its module name: qkv_proj, o_proj,
@@ -17,6 +17,8 @@ rounded inputs too. Printed: top-1 agreement with exact and the largest logit di
 they set no group's step, and multiplied in float beside them): the K channels whose largest magnitude was
 greatest while exact decoded CALIBRATION, prompts of their own (none of the 16 measured), the same number of
 tokens. It measures what keeping a linear's outlier channels out of the int8 groups would give a kernel.
+With --keep-from rows each input row keeps its own K channels of largest magnitude instead: no calibration,
+and a row's rounding depends on that row alone.
 
 A kernel's integer products add no error of their own (they are exact in int32), so its agreement should not
 fall below the figure its scheme's rounding gives here: below it, the kernel loses more than its rounding.
@@ -71,6 +73,14 @@ def round_inputs_keeping(x: torch.Tensor, bits: int, group: int, kept: torch.Ten
     return rounded
 
 
+def round_inputs_keeping_largest(x: torch.Tensor, bits: int, group: int, keep: int) -> torch.Tensor:
+    """round_inputs_keeping with each row's own `keep` channels of largest magnitude left as they are."""
+    rows = x.reshape(-1, x.shape[-1])
+    kept = rows.abs().topk(keep, dim=-1).indices
+    rounded = round_inputs(rows.scatter(1, kept, 0.0), bits, group)
+    return rounded.scatter(1, kept, rows.gather(1, kept)).reshape(x.shape)
+
+
 @contextlib.contextmanager
 def transformed_inputs(model: nn.Module, kinds: set[str], transform):
     """Within the block, each linear of the chosen kinds multiplies transform(name, x) instead of its input x
@@ -117,9 +127,14 @@ def linear_kinds(model: nn.Module) -> list[str]:
     return sorted(names - {"embedding", "lm_head"}) + [HEAD]
 
 
-def rounded_inputs(model: nn.Module, kinds: set[str], bits: int, group: int, kept: dict | None = None):
+def rounded_inputs(model: nn.Module, kinds: set[str], bits: int, group: int, kept: dict | int | None = None):
     """Within the block, the chosen kinds of linear of model multiply rounded inputs, each but the channels
-    `kept` names for it (by module name, HEAD for the vocabulary projection; none when absent)."""
+    `kept` names for it (by module name, HEAD for the vocabulary projection; none when absent), or, when kept
+    is a number, each row but its own `kept` largest."""
+    if isinstance(kept, int):
+        return transformed_inputs(
+            model, kinds, lambda _name, x: round_inputs_keeping_largest(x, bits, group, kept)
+        )
     none = torch.zeros(0, dtype=torch.long)
     kept = kept or {}
     return transformed_inputs(
@@ -144,6 +159,12 @@ def main() -> None:
         default=[0],
         help="input channels of each chosen linear left unrounded, chosen on CALIBRATION",
     )
+    parser.add_argument(
+        "--keep-from",
+        choices=["calibration", "rows"],
+        default="calibration",
+        help="calibration: a linear's K channels of largest peak on CALIBRATION; rows: each row's K largest",
+    )
     parser.add_argument("--model", default="smollm2", help="the default model, or a GGUF file's path")
     parser.add_argument("--tokens", type=int, default=32)
     args = parser.parse_args()
@@ -157,14 +178,18 @@ def main() -> None:
     print(
         f"{args.model}: {len(PROMPTS)} prompts x {args.tokens} tokens, teacher forced on exact's greedy tokens"
     )
-    peaks = channel_peaks(model, shape, set(kinds), CALIBRATION, args.tokens) if any(args.keep) else {}
+    calibrated = any(args.keep) and args.keep_from == "calibration"
+    peaks = channel_peaks(model, shape, set(kinds), CALIBRATION, args.tokens) if calibrated else {}
     print(
         f"{'bits':>4} {'group':>5} {'kept':>4} {'linears':<48} {'top-1 agreement':>16} {'max |logit diff|':>17}"
     )
     for bits in args.bits:
         for group in args.groups:
             for keep in args.keep:
-                kept = {name: top.topk(keep).indices for name, top in peaks.items()} if keep else {}
+                if not calibrated:
+                    kept = keep or None
+                else:
+                    kept = {name: top.topk(keep).indices for name, top in peaks.items()} if keep else {}
                 for chosen in args.kinds:
                     selected = set(kinds) if chosen == "all" else set(chosen.split("+"))
                     with rounded_inputs(model, selected, bits, group, kept):

@@ -12,6 +12,7 @@ from bench.activation_rounding import (
     linear_kinds,
     round_inputs,
     round_inputs_keeping,
+    round_inputs_keeping_largest,
     rounded_inputs,
 )
 from roles.scheduler.loading.from_file import load_model
@@ -40,6 +41,18 @@ def test_more_bits_round_less_and_a_zero_group_stays_zero():
     assert torch.equal(round_inputs(x, 8, 32)[1, 32:64], torch.zeros(32))
     with pytest.raises(ValueError, match="multiple of the group"):
         round_inputs(torch.randn(2, 40), 8, 32)
+
+
+def test_each_row_keeps_its_own_largest_channels():
+    """--keep-from rows: row 0's outlier is channel 5, row 1's channel 40; each stays as it is in its own row
+    alone, and the rest of each row rounds as if that channel were zero."""
+    torch.manual_seed(3)
+    x = torch.randn(2, 64) * 0.1
+    x[0, 5], x[1, 40] = 50.0, -30.0
+    rounded = round_inputs_keeping_largest(x, 8, 32, keep=1)
+    for row, channel in ((0, 5), (1, 40)):
+        expected = round_inputs_keeping(x[row : row + 1], 8, 32, torch.tensor([channel]))
+        assert torch.equal(rounded[row : row + 1], expected)
 
 
 def test_kept_channels_stay_as_they_are_and_set_no_groups_step():

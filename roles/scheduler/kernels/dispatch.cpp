@@ -70,7 +70,7 @@ int selected = widest();
 
 extern "C" {
 
-int rs_kernels_abi_version() { return 10; }
+int rs_kernels_abi_version() { return 11; }
 
 // Read by every path's linears (linear_kernels.h).
 int rs_activations_int16 = 0;

@@ -31,6 +31,9 @@ struct rs_int16_rows {
     float* scale;
     float* sums;
     uint8_t* q8;  // the rows as int8 instead (int8_tiles.h: scale then holds their steps), or null
+    // With q8: each row's RS_INT8_KEPT channels left out of its int8 groups, and their values (int8_tiles.h).
+    int32_t* kept;
+    float* kept_value;
 };
 
 // Every quantised type has integer codes; the float tensor types (F32, F16, BF16) have none.

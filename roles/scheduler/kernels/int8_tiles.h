@@ -9,15 +9,24 @@
 // - avx2 (int8_madd_tiles.h): vpmaddubsw, 32 products per instruction against vpmaddwd's 16 with int16
 //   inputs, for the types whose codes fit 6 bits; a linear with any other quantised part stays int16.
 // The avx512 path without VNNI has neither: int8 runs as int16 there.
+// Each row keeps its RS_INT8_KEPT inputs of largest magnitude out of its int8 groups: they are zeroed before the
+// groups are rounded, so that none of them sets a group's step, and multiplied in float beside the tiles, with
+// the weights the panel holds. Activations carry a few channels far larger than the rest (the residual stream's),
+// whose groups would otherwise round every other input to a coarse step (docs/weights-and-kernels.md).
 #pragma once
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "int16_tiles.h"
+#include "packed_tiles.h"
 
 constexpr int RS_TILE_QUADS = RS_GROUP / 4;
+constexpr int RS_INT8_KEPT = 4;
 
 // A work item's int8 panel: for group g, codes[g][quad][column] holds the column's codes 4 quad .. 4 quad + 3
 // as four bytes; start[g][half][column] the integer sum's start (int8_dpbusd_tiles.h); scale and offset as in
@@ -58,6 +67,73 @@ constexpr bool RS_HAS_INT8_TILES = false;
 #else
 constexpr bool RS_HAS_INT8_TILES = true;
 
+// Row xr's RS_INT8_KEPT inputs of largest magnitude (of equal ones, the first) into kept and value.
+static inline void rs_keep_largest(const float* xr, int64_t k, int32_t* kept, float* value) {
+    float top[RS_INT8_KEPT];  // largest first
+    int32_t at[RS_INT8_KEPT];
+    for (int j = 0; j < RS_INT8_KEPT; ++j) top[j] = -1.0f, at[j] = 0;
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int64_t c = 0; c < k; c += 8) {
+        const __m256 v = _mm256_and_ps(_mm256_loadu_ps(xr + c), magnitude);
+        unsigned above = _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(top[RS_INT8_KEPT - 1]), _CMP_GT_OQ));
+        while (above != 0) {
+            const int i = __builtin_ctz(above);
+            above &= above - 1;
+            const float a = std::fabs(xr[c + i]);
+            if (!(a > top[RS_INT8_KEPT - 1])) continue;  // an earlier one of this eight raised the bar
+            int j = RS_INT8_KEPT - 1;
+            for (; j > 0 && a > top[j - 1]; --j) top[j] = top[j - 1], at[j] = at[j - 1];
+            top[j] = a, at[j] = int32_t(c + i);
+        }
+    }
+    for (int j = 0; j < RS_INT8_KEPT; ++j) kept[j] = at[j], value[j] = xr[at[j]];
+}
+
+// Row r (k values at xr) as int8 into rows (rs_rows_to_int8), but for its kept inputs, which it records.
+static inline void rs_row_to_int8_keeping(const float* xr, int64_t r, int64_t k, const rs_int16_rows& rows) {
+    int32_t* kept = rows.kept + r * RS_INT8_KEPT;
+    rs_keep_largest(xr, k, kept, rows.kept_value + r * RS_INT8_KEPT);
+    thread_local std::vector<float> rest;
+    if (static_cast<int64_t>(rest.size()) < k) rest.resize(k);
+    std::memcpy(rest.data(), xr, k * sizeof(float));
+    for (int j = 0; j < RS_INT8_KEPT; ++j) rest[kept[j]] = 0.0f;
+    rs_rows_to_int8(rest.data(), 0, r, r + 1, k, rows);
+}
+
+// Byte `byte` of each code word of the columns, sign-extended: a column's code 4 quad + byte.
+#ifdef RS_INT16_ZMM
+static RS_ALWAYS_INLINE __m512i rs_cols_code_byte(__m512i words, int byte) {
+    return _mm512_srai_epi32(_mm512_sll_epi32(words, _mm_cvtsi32_si128(24 - 8 * byte)), 24);
+}
+#else
+static RS_ALWAYS_INLINE __m256i rs_cols_code_byte(__m256i words, int byte) {
+    return _mm256_srai_epi32(_mm256_sll_epi32(words, _mm_cvtsi32_si128(24 - 8 * byte)), 24);
+}
+#endif
+
+// Rows [first, first + m)'s kept inputs times their weights, added to the rows' tile: each weight the panel's
+// scale x code + offset, the values the tiles' products and offsets give it.
+static inline void rs_add_kept(const rs_int8_panel& panel, const rs_int16_rows& x, int64_t first, int64_t m, float* tile) {
+    for (int64_t i = 0; i < m; ++i) {
+        const int32_t* kept = x.kept + (first + i) * RS_INT8_KEPT;
+        const float* value = x.kept_value + (first + i) * RS_INT8_KEPT;
+        for (int lane = 0; lane < RS_TILE_COLUMNS; lane += RS_TILE_LANES) {
+            rs_cols_f acc = rs_cols_load(tile + i * RS_TILE_COLUMNS + lane);
+            for (int j = 0; j < RS_INT8_KEPT; ++j) {
+                const int64_t g = kept[j] / RS_GROUP;
+                const int e = kept[j] % RS_GROUP;
+                const int32_t* words = panel.codes + (g * RS_TILE_QUADS + e / 4) * RS_TILE_COLUMNS + lane;
+                const int64_t at = (g * 2 + e / 16) * RS_TILE_COLUMNS + lane;
+                const rs_cols_i code = rs_cols_code_byte(rs_cols_load_i(reinterpret_cast<const uint8_t*>(words)), e % 4);
+                const rs_cols_f weight =
+                    rs_cols_fmadd(rs_cols_load(panel.scale + at), rs_cols_float(code), rs_cols_load(panel.offset + at));
+                acc = rs_cols_fmadd(rs_cols_set1(value[j]), weight, acc);
+            }
+            rs_cols_store(tile + i * RS_TILE_COLUMNS + lane, acc);
+        }
+    }
+}
+
 // Every one of `rows` int8 rows against part rows [n0, n1) (at most RS_TILE_COLUMNS of them).
 template <int TYPE>
 static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, int64_t n1, const rs_int16_rows& x,
@@ -72,6 +148,7 @@ static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, i
     rs_decode_int8_panel<TYPE>(p, blocks, n0, n1, panel);
     rs_tile_passes(rows, n0, n1 - n0, tile, out, ldo, [&](int64_t r, int64_t m, float* t) {
         rs_int8_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, t);
+        rs_add_kept(panel, x, r, m, t);
     });
 }
 #endif  // RS_INT8_TILES

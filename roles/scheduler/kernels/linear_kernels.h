@@ -281,15 +281,20 @@ struct rs_row_buffers {
     std::vector<int16_t> q;
     std::vector<uint8_t> q8;
     std::vector<float> scale, sums;
+    std::vector<int32_t> kept;
+    std::vector<float> kept_value;
     rs_row_buffers(int64_t rows, int64_t k)
         : bf16(RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0),
           q(rs_activations_int16 ? rows * k : 0),
           q8(RS_HAS_INT8_TILES && rs_activations_int16 >= 2 && rows >= RS_INT16_MAX_ROWS ? rows * k : 0),
           scale(q.size() / RS_GROUP),
-          sums(q.size() / 16) {}
+          sums(q.size() / 16),
+          kept(q8.empty() ? 0 : rows * RS_INT8_KEPT),
+          kept_value(kept.size()) {}
     rs_row_scratch view() {
         return {bf16.empty() ? nullptr : bf16.data(),
-                {q.empty() ? nullptr : q.data(), scale.data(), sums.data(), q8.empty() ? nullptr : q8.data()}};
+                {q.empty() ? nullptr : q.data(), scale.data(), sums.data(), q8.empty() ? nullptr : q8.data(),
+                 kept.data(), kept_value.data()}};
     }
 };
 
@@ -321,7 +326,7 @@ static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, i
 #ifdef RS_INT8_TILES
     if (form.q8 != nullptr && rows >= RS_INT16_MAX_ROWS && rs_linear_has(w, true) && rs_linear_takes_int8(w)) {
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; ++r) rs_rows_to_int8(x, ldx, r, r + 1, w.k, form);
+        for (int64_t r = 0; r < rows; ++r) rs_row_to_int8_keeping(x + r * ldx, r, w.k, form);
         xq = &form;  // the loop's barrier: every row is quantised before any thread reads it
     }
 #endif

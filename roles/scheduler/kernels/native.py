@@ -15,11 +15,13 @@ import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
-ABI_VERSION = 10
+ABI_VERSION = 11
 GROUP = 32
 ROW_TILE = 8  # input rows a tile takes (RS_ROW_TILE, linear_kernels.h); BF16 paths round whole tiles
 MAX_PARTS = 4
 PACKED_TILE_ROWS = 16  # output rows a packed tile holds (RS_PACKED_COLUMNS, packed_layout.h)
+# Inputs of largest magnitude each row leaves out of its int8 groups (RS_INT8_KEPT, int8_tiles.h).
+INT8_KEPT = 4
 
 _ptr = ctypes.c_void_p
 

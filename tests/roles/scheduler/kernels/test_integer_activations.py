@@ -6,8 +6,9 @@ isa.INT8_TILES: every type with AVX512_VNNI, those whose codes fit 6 bits on avx
 Random valid blocks of every tensor type (``tests.random_blocks``), 37 output rows, on every instruction-set
 path this CPU has:
 - a quantised type computes the float64 product of its dequantised weights and the inputs as rounded (each
-  32 inputs to int16 steps of their largest magnitude / 32767, or int8 steps of / 127), to float32 summation,
-  its offsets too (w = d q + m: each weight whole meets the rounded input);
+  32 inputs to int16 steps of their largest magnitude / 32767, or int8 steps of / 127 once each row's
+  native.INT8_KEPT inputs of largest magnitude are left out, unrounded), to float32 summation, its offsets too
+  (w = d q + m: each weight whole meets the rounded input);
 - a row's outputs are the same bits whatever else is in the call, from 1 to 15 rows;
 - float tensor types compute what float32 activations compute, bit for bit, at any number of rows.
 """
@@ -68,13 +69,17 @@ def _linear(type_name: str, seed: int) -> tuple[BlockLinear, torch.Tensor, torch
 
 def _as_rounded(x: torch.Tensor, levels: float = 32767.0) -> torch.Tensor:
     """x as the kernels round it: each 32 values to the nearest multiple of their largest magnitude / levels
-    (the multiplier and the step computed in float32, ties to even), in float64."""
-    groups = x.reshape(x.shape[0], -1, 32)
+    (the multiplier and the step computed in float32, ties to even), in float64; with int8's 127 levels, each
+    row's native.INT8_KEPT values of largest magnitude first set aside (zeroed) and put back unrounded."""
+    kept = x.abs().topk(native.INT8_KEPT, dim=-1).indices if levels == 127.0 else None
+    rest = x if kept is None else x.scatter(1, kept, 0.0)
+    groups = rest.reshape(x.shape[0], -1, 32)
     top = groups.abs().amax(dim=-1, keepdim=True)
     step = top / levels
     inverse = torch.where(top > 0, levels / top, torch.zeros_like(top))
     codes = torch.round(groups * inverse)
-    return (codes.double() * step.double()).reshape(x.shape)
+    rounded = (codes.double() * step.double()).reshape(x.shape)
+    return rounded if kept is None else rounded.scatter(1, kept, x.gather(1, kept).double())
 
 
 def _levels(integer_activations: str, rows: int, kernel_isa: str, type_name: str) -> float:
@@ -110,7 +115,9 @@ def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_
 def test_offsets_meet_the_rounded_inputs(type_name, rows, kernel_isa, integer_activations):
     """Blocks whose codes are zeroed weigh every input by their offsets alone. Each group of 32 inputs holds
     one 1.0 and 31 values of 0.4 steps, which round to 0: the offsets must meet those zeros, as every weight
-    meets its rounded input, not the unrounded inputs' sums (12.4 steps a group more)."""
+    meets its rounded input, not the unrounded inputs' sums (12.4 steps a group more). The first group holds
+    native.INT8_KEPT more inputs of magnitude 1, alternately 1 and -1, so that it keeps one when int8 sets a row's
+    largest inputs aside; they add nothing, their offsets being the same within a group."""
     cols = 2 * max(BY_NAME[type_name].block_size, 64)
     blocks = random_rows(type_name, OUT_FEATURES, cols, seed=rows).reshape(
         OUT_FEATURES, -1, BY_NAME[type_name].block_bytes
@@ -122,8 +129,8 @@ def test_offsets_meet_the_rounded_inputs(type_name, rows, kernel_isa, integer_ac
     linear = BlockLinear(cols, [BY_NAME[type_name].type_id], [torch.from_numpy(blocks)])
     x = torch.full((rows, cols), 0.4 / _levels(integer_activations, rows, kernel_isa, type_name))
     x[:, ::32] = 1.0
-    rounded = torch.zeros_like(x)
-    rounded[:, ::32] = 1.0
+    x[:, 1 : native.INT8_KEPT + 1] = torch.tensor([1.0, -1.0]).repeat(native.INT8_KEPT // 2)
+    rounded = torch.where(x.abs() == 1.0, x, 0.0)
     expected = rounded.double() @ offsets.T
     scale = expected.abs().max()
     error = (linear(x).double() - expected).abs().max() / scale
