@@ -186,8 +186,8 @@ def main() -> None:
     for bits in args.bits:
         for group in args.groups:
             for keep in args.keep:
-                if not calibrated:
-                    kept = keep or None
+                if args.keep_from == "rows":
+                    kept = keep
                 else:
                     kept = {name: top.topk(keep).indices for name, top in peaks.items()} if keep else {}
                 for chosen in args.kinds:
