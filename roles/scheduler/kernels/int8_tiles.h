@@ -17,6 +17,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -111,24 +112,44 @@ static RS_ALWAYS_INLINE __m256i rs_cols_code_byte(__m256i words, int byte) {
 }
 #endif
 
-// Rows [first, first + m)'s kept inputs times their weights, added to the rows' tile: each weight the panel's
-// scale x code + offset, the values the tiles' products and offsets give it.
-static inline void rs_add_kept(const rs_int8_panel& panel, const rs_int16_rows& x, int64_t first, int64_t m, float* tile) {
+// The kept channels of rows [0, rows) together, each once, in order (kept_union), and each row's channel's place
+// among them (kept_slot): a work item then decodes the weights of each channel once for all its rows.
+static inline void rs_unite_kept(const rs_int16_rows& x, int64_t rows) {
+    const int64_t n = rows * RS_INT8_KEPT;
+    int32_t* united = x.kept_union + 1;
+    std::copy(x.kept, x.kept + n, united);
+    std::sort(united, united + n);
+    const int64_t count = std::unique(united, united + n) - united;
+    x.kept_union[0] = int32_t(count);
+    for (int64_t i = 0; i < n; ++i) x.kept_slot[i] = int32_t(std::lower_bound(united, united + count, x.kept[i]) - united);
+}
+
+// The panel's weights of every kept channel (x.kept_union), RS_TILE_COLUMNS of them per channel into weights: each
+// the panel's scale x code + offset, the value the tiles' products and offsets give it.
+static inline void rs_decode_kept(const rs_int8_panel& panel, const rs_int16_rows& x, float* weights) {
+    const int32_t* united = x.kept_union + 1;
+    for (int32_t u = 0; u < x.kept_union[0]; ++u) {
+        const int64_t g = united[u] / RS_GROUP;
+        const int e = united[u] % RS_GROUP;
+        for (int lane = 0; lane < RS_TILE_COLUMNS; lane += RS_TILE_LANES) {
+            const int32_t* words = panel.codes + (g * RS_TILE_QUADS + e / 4) * RS_TILE_COLUMNS + lane;
+            const int64_t at = (g * 2 + e / 16) * RS_TILE_COLUMNS + lane;
+            const rs_cols_i code = rs_cols_code_byte(rs_cols_load_i(reinterpret_cast<const uint8_t*>(words)), e % 4);
+            rs_cols_store(weights + u * RS_TILE_COLUMNS + lane,
+                          rs_cols_fmadd(rs_cols_load(panel.scale + at), rs_cols_float(code), rs_cols_load(panel.offset + at)));
+        }
+    }
+}
+
+// Rows [first, first + m)'s kept inputs times their weights (rs_decode_kept), added to the rows' tile.
+static inline void rs_add_kept(const float* weights, const rs_int16_rows& x, int64_t first, int64_t m, float* tile) {
     for (int64_t i = 0; i < m; ++i) {
-        const int32_t* kept = x.kept + (first + i) * RS_INT8_KEPT;
+        const int32_t* slot = x.kept_slot + (first + i) * RS_INT8_KEPT;
         const float* value = x.kept_value + (first + i) * RS_INT8_KEPT;
         for (int lane = 0; lane < RS_TILE_COLUMNS; lane += RS_TILE_LANES) {
             rs_cols_f acc = rs_cols_load(tile + i * RS_TILE_COLUMNS + lane);
-            for (int j = 0; j < RS_INT8_KEPT; ++j) {
-                const int64_t g = kept[j] / RS_GROUP;
-                const int e = kept[j] % RS_GROUP;
-                const int32_t* words = panel.codes + (g * RS_TILE_QUADS + e / 4) * RS_TILE_COLUMNS + lane;
-                const int64_t at = (g * 2 + e / 16) * RS_TILE_COLUMNS + lane;
-                const rs_cols_i code = rs_cols_code_byte(rs_cols_load_i(reinterpret_cast<const uint8_t*>(words)), e % 4);
-                const rs_cols_f weight =
-                    rs_cols_fmadd(rs_cols_load(panel.scale + at), rs_cols_float(code), rs_cols_load(panel.offset + at));
-                acc = rs_cols_fmadd(rs_cols_set1(value[j]), weight, acc);
-            }
+            for (int j = 0; j < RS_INT8_KEPT; ++j)
+                acc = rs_cols_fmadd(rs_cols_set1(value[j]), rs_cols_load(weights + slot[j] * RS_TILE_COLUMNS + lane), acc);
             rs_cols_store(tile + i * RS_TILE_COLUMNS + lane, acc);
         }
     }
@@ -140,15 +161,18 @@ static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, i
                                  int64_t rows, int64_t k, float* out, int64_t ldo) {
     const int64_t groups = k / RS_GROUP;
     const int64_t code_words = groups * RS_TILE_QUADS * RS_TILE_COLUMNS, per_group = groups * 2 * RS_TILE_COLUMNS;
-    int32_t* codes = rs_panel_buffer<int32_t>(code_words + 3 * per_group + RS_TILE_ROWS * RS_TILE_COLUMNS);
+    const int64_t kept_weights = int64_t(x.kept_union[0]) * RS_TILE_COLUMNS;
+    int32_t* codes = rs_panel_buffer<int32_t>(code_words + 3 * per_group + RS_TILE_ROWS * RS_TILE_COLUMNS + kept_weights);
     int32_t* start = codes + code_words;
     float* floats = reinterpret_cast<float*>(start + per_group);
     const rs_int8_panel panel{codes, start, floats, floats + per_group};
     float* tile = floats + 2 * per_group;
+    float* weights = tile + RS_TILE_ROWS * RS_TILE_COLUMNS;
     rs_decode_int8_panel<TYPE>(p, blocks, n0, n1, panel);
+    rs_decode_kept(panel, x, weights);
     rs_tile_passes(rows, n0, n1 - n0, tile, out, ldo, [&](int64_t r, int64_t m, float* t) {
         rs_int8_tile_rows<TYPE, RS_TILE_ROWS>(panel, groups, x, r, m, k, t);
-        rs_add_kept(panel, x, r, m, t);
+        rs_add_kept(weights, x, r, m, t);
     });
 }
 #endif  // RS_INT8_TILES

@@ -283,6 +283,7 @@ struct rs_row_buffers {
     std::vector<float> scale, sums;
     std::vector<int32_t> kept;
     std::vector<float> kept_value;
+    std::vector<int32_t> kept_slot, kept_union;
     rs_row_buffers(int64_t rows, int64_t k)
         : bf16(RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0),
           q(rs_activations_int16 ? rows * k : 0),
@@ -290,11 +291,13 @@ struct rs_row_buffers {
           scale(q.size() / RS_GROUP),
           sums(q.size() / 16),
           kept(q8.empty() ? 0 : rows * RS_INT8_KEPT),
-          kept_value(kept.size()) {}
+          kept_value(kept.size()),
+          kept_slot(kept.size()),
+          kept_union(kept.size() + 1) {}
     rs_row_scratch view() {
         return {bf16.empty() ? nullptr : bf16.data(),
                 {q.empty() ? nullptr : q.data(), scale.data(), sums.data(), q8.empty() ? nullptr : q8.data(),
-                 kept.data(), kept_value.data()}};
+                 kept.data(), kept_value.data(), kept_slot.data(), kept_union.data()}};
     }
 };
 
@@ -327,7 +330,9 @@ static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, i
     if (form.q8 != nullptr && rows >= RS_INT16_MAX_ROWS && rs_linear_has(w, true) && rs_linear_takes_int8(w)) {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; ++r) rs_row_to_int8_keeping(x + r * ldx, r, w.k, form);
-        xq = &form;  // the loop's barrier: every row is quantised before any thread reads it
+#pragma omp single
+        rs_unite_kept(form, rows);
+        xq = &form;  // the barriers of the loop and the single: every row is quantised before any thread reads it
     }
 #endif
     if (xq == nullptr && form.q != nullptr && rs_linear_has(w, true)) {
