@@ -71,16 +71,22 @@ def _string_at(buffer, offset: int) -> tuple[str, int]:
     return bytes(buffer[start:end]).decode("utf-8", errors="replace"), end
 
 
+_U64 = struct.Struct("<Q").unpack_from
+
+
 class LazyStrings(Sequence):
     """A GGUF string array decoded on first read: the tokenizer's ~100k strings cost the processes that
     only need the model's shape and weights nothing but a walk over their lengths."""
 
-    def __init__(self, buffer, starts: list[int]):
-        self._buffer, self._starts, self._values = buffer, starts, None
+    def __init__(self, buffer, starts: list[int], ends: list[int]):
+        self._buffer, self._starts, self._ends, self._values = buffer, starts, ends, None
 
     def _decoded(self) -> list[str]:
         if self._values is None:
-            self._values = [_string_at(self._buffer, start)[0] for start in self._starts]
+            buffer = self._buffer
+            self._values = [
+                buffer[s:e].decode("utf-8", "replace") for s, e in zip(self._starts, self._ends, strict=True)
+            ]
         return self._values
 
     def __len__(self) -> int:
@@ -108,14 +114,19 @@ class _Cursor:
         return value
 
     def string_array(self, count: int) -> LazyStrings:
-        """Skip over ``count`` strings, remembering where each starts; decode them only when read."""
-        starts = []
-        for _ in range(count):
-            starts.append(self.offset)
-            self.offset += 8 + struct.unpack_from("<Q", self.buffer, self.offset)[0]
-        if self.offset > len(self.buffer):
+        """Skip over ``count`` strings, remembering where each one's bytes start and end; decode them only
+        when read. Offsets only grow, so the last end inside the file puts every string inside it."""
+        buffer, offset = self.buffer, self.offset
+        if count > (len(buffer) - offset) // 8:  # each string's length alone takes 8 bytes
             raise GGUFFormatError("a string array runs past the end of the file")
-        return LazyStrings(self.buffer, starts)
+        starts, ends = [0] * count, [0] * count
+        for i in range(count):
+            starts[i] = start = offset + 8
+            ends[i] = offset = start + _U64(buffer, offset)[0]
+        if offset > len(buffer):
+            raise GGUFFormatError("a string array runs past the end of the file")
+        self.offset = offset
+        return LazyStrings(buffer, starts, ends)
 
     def value(self, type_id: int):
         if type_id == _STRING:

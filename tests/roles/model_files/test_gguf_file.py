@@ -1,0 +1,71 @@
+"""The GGUF reader against the gguf package's own: the same metadata values from a file its writer wrote, and a
+clear GGUFFormatError, never a crash or a huge allocation, for a file cut inside a string array or one whose
+array claims more strings than the file holds."""
+
+from __future__ import annotations
+
+import struct
+
+import gguf
+import numpy as np
+import pytest
+
+from roles.model_files.gguf_file import GGUFFile, GGUFFormatError
+
+TOKENS = ["<s>", "", "héllo", "▁wörld", "日本", "a b", "\n", "x" * 300]
+
+
+def _write(path) -> None:
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_token_list(TOKENS)
+    writer.add_token_merges(["h é", "l l"])
+    writer.add_token_types([3, 1, 1, 1, 1, 1, 1, 1])
+    writer.add_string("general.name", "tiny")
+    writer.add_tensor("t", np.arange(8, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_values_match_the_gguf_packages_reader(tmp_path):
+    path = tmp_path / "m.gguf"
+    _write(path)
+    ours = GGUFFile(path)
+    theirs = gguf.GGUFReader(str(path))
+    assert list(ours.fields["tokenizer.ggml.tokens"]) == theirs.fields["tokenizer.ggml.tokens"].contents()
+    assert list(ours.fields["tokenizer.ggml.merges"]) == ["h é", "l l"]
+    assert ours.fields["tokenizer.ggml.token_type"] == [3, 1, 1, 1, 1, 1, 1, 1]
+    assert ours.fields["general.name"] == "tiny"
+    assert ours.fields["tokenizer.ggml.tokens"][2] == "héllo"
+    assert len(ours.fields["tokenizer.ggml.tokens"]) == len(TOKENS)
+    info = ours.tensors["t"]
+    assert info.offset == theirs.tensors[0].data_offset
+
+
+def _string_array_at(data: bytes) -> int:
+    """Where the token list's item count sits: after its key, its value type (array) and its item type."""
+    key = b"tokenizer.ggml.tokens"
+    at = data.index(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+    assert struct.unpack_from("<II", data, at) == (9, 8)  # array of strings
+    return at + 8
+
+
+def test_a_file_cut_inside_a_string_array_is_refused(tmp_path):
+    path = tmp_path / "m.gguf"
+    _write(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: _string_array_at(data) + 8 + 20])
+    with pytest.raises(GGUFFormatError):
+        GGUFFile(path)
+
+
+@pytest.mark.parametrize("count", [len(TOKENS) + 1, 2**40, 2**63])
+def test_an_array_claiming_more_strings_than_the_file_holds_is_refused(tmp_path, count):
+    path = tmp_path / "m.gguf"
+    _write(path)
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<Q", data, _string_array_at(bytes(data)), count)
+    path.write_bytes(bytes(data))
+    with pytest.raises(GGUFFormatError):
+        GGUFFile(path)
