@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import roofline  # noqa: E402
 from bench.gguf_files import measure_llama_server, measure_roleserve, run_levels, slots_and_context  # noqa: E402
-from bench.reference_server import reference_server, tree_pss_mib  # noqa: E402
+from bench.reference_server import bytecode_note, reference_server, tree_pss_mib  # noqa: E402
 from bench.startup import free_port  # noqa: E402
 
 PEERS = ("llama.cpp server", "ik_llama.cpp server", "vLLM CPU")
@@ -259,6 +259,7 @@ def main() -> None:
         f"this machine's peaks: torch float32 matmul {peaks[0]:.1f} GFLOP/s on {threads} threads;"
         f" numpy sum of 1 GiB {peaks[1]:.1f} GB/s read on one core"
     )
+    print(bytecode_note())
 
 
 if __name__ == "__main__":

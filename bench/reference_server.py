@@ -14,6 +14,18 @@ import httpx
 import psutil
 
 
+def bytecode_note(environ: dict | None = None) -> str:
+    """Whether the Python servers measured here write their bytecode: with PYTHONDONTWRITEBYTECODE set (to any
+    non-empty value), every process compiles its modules again at every start, so ready after start is slower than
+    a normal install's."""
+    if (os.environ if environ is None else environ).get("PYTHONDONTWRITEBYTECODE"):
+        return (
+            "Python bytecode: not written (PYTHONDONTWRITEBYTECODE is set): every start compiles each process's"
+            " modules, so the Python servers' ready times are slower than a normal install's"
+        )
+    return "Python bytecode: written, as a normal install does"
+
+
 @contextlib.contextmanager
 def reference_server(
     argv: list[str], url: str, timeout_s: float = 300, env: dict | None = None, log: str | None = None

@@ -30,7 +30,7 @@ SERVE = str(pathlib.Path(sys.executable).with_name("serve"))
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.reference_server import reference_server, tree_pss_mib  # noqa: E402
+from bench.reference_server import bytecode_note, reference_server, tree_pss_mib  # noqa: E402
 from launcher.port_check import free_tcp_ports  # noqa: E402
 
 
@@ -158,6 +158,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    print(bytecode_note())
     default = yaml.safe_load((ROOT / "deploy" / "configs" / "default.yaml").read_text())
     ours = measure(default)
     print(f"{'default config (make serve)':<44} {'ready s':>8} {'PSS MiB':>8}")
