@@ -1,8 +1,10 @@
-"""What each exec.activation_dtype costs in time on the default model, in process (no server): the prefill of
-one 128-token prompt and one decode step of 32 sequences with --context tokens cached, the modes alternating
-round by round in one process so that a shared machine's drift falls on all of them alike.
+"""What each exec.activation_dtype costs in time on the default model (or --model), in process (no server): the prefill of
+one 128-token prompt and one decode step of --batch sequences (32; several sizes: a step of each) with
+--context tokens cached, the modes alternating round by round in one process so that a shared machine's drift
+falls on all of them alike.
 
     .venv/bin/python bench/activation_speed.py [--modes int16 mixed int8] [--rounds 4] [--context 128]
+        [--batch 1 32] [--model smol-q4_k_m.gguf]
 
 Prints each round's best-so-far per mode, then the best of all rounds with each mode's ratio to the first
 mode (above 1: faster). Accuracy is bench/accuracy.py's (--activations MODE).
@@ -27,7 +29,6 @@ from roles.scheduler.loading.from_file import load_model  # noqa: E402
 
 PROMPT_TOKENS = 128
 PREFILLS_PER_ROUND = 3
-BATCH = 32
 
 
 def prefill_seconds(engine: Engine, rng: random.Random, tag: str) -> float:
@@ -54,8 +55,10 @@ def main() -> None:
     parser.add_argument(
         "--context", type=int, default=128, help="tokens cached per sequence of the decode step"
     )
+    parser.add_argument("--batch", type=int, nargs="+", default=[32], help="sequences of each decode step")
+    parser.add_argument("--model", default="smollm2", help="a model alias, .gguf file or folder")
     args = parser.parse_args()
-    model, shape = load_model("smollm2", weight_dtype="auto")
+    model, shape = load_model(args.model, weight_dtype="auto")
     rng = random.Random(0)
     prefill_engines, steps = {}, {}
     for mode in args.modes:
@@ -63,33 +66,40 @@ def main() -> None:
         prefill_engines[mode] = Engine(
             engine_config(kv_cache_tokens=4096, activation_dtype=mode), (model, shape)
         )
-        steps[mode] = decode_batch(model, shape, BATCH, args.context, "auto", mode, "float32")
-    print(f"kernel path {native.selected_isa()}; {PROMPT_TOKENS}-token prefill, {BATCH}-sequence decode step")
+        for batch in args.batch:
+            steps[mode, batch] = decode_batch(model, shape, batch, args.context, "auto", mode, "float32")
+    sizes = ", ".join(str(batch) for batch in args.batch)
+    print(
+        f"{args.model}: kernel path {native.selected_isa()}; {PROMPT_TOKENS}-token prefill, decode steps of "
+        f"{sizes} sequences"
+    )
     prefill = dict.fromkeys(args.modes, float("inf"))
-    step = dict.fromkeys(args.modes, float("inf"))
+    step = dict.fromkeys(steps, float("inf"))
     for round_index in range(args.rounds):
         for mode in args.modes:
             native.set_activation_dtype(mode)
             prefill[mode] = min(
                 prefill[mode], prefill_seconds(prefill_engines[mode], rng, f"{mode}{round_index}")
             )
-            engine, batch = steps[mode]
-            step[mode] = min(step[mode], time_steps(model, batch, engine.kv_cache, 5))
+            for batch in args.batch:
+                engine, inputs = steps[mode, batch]
+                step[mode, batch] = min(step[mode, batch], time_steps(model, inputs, engine.kv_cache, 5))
         print(
             f"round {round_index}: prefill ms "
             + " ".join(f"{m}={prefill[m] * 1e3:.1f}" for m in args.modes)
             + " | decode step ms "
-            + " ".join(f"{m}={step[m] * 1e3:.1f}" for m in args.modes),
+            + " ".join(f"{m}@{b}={step[m, b] * 1e3:.2f}" for m, b in steps),
             flush=True,
         )
     first = args.modes[0]
-    print(f"\n| exec.activation_dtype | {PROMPT_TOKENS}-token prefill | {BATCH}-sequence decode step |")
-    print("|---|---|---|")
+    columns = "".join(f" {batch}-sequence decode step |" for batch in args.batch)
+    print(f"\n| exec.activation_dtype | {PROMPT_TOKENS}-token prefill |{columns}")
+    print("|---|---|" + "---|" * len(args.batch))
     for mode in args.modes:
-        print(
-            f"| {mode} | {prefill[mode] * 1e3:.1f} ms ({prefill[first] / prefill[mode]:.2f}x) "
-            f"| {step[mode] * 1e3:.1f} ms ({step[first] / step[mode]:.2f}x) |"
+        cells = "".join(
+            f" {step[mode, b] * 1e3:.2f} ms ({step[first, b] / step[mode, b]:.2f}x) |" for b in args.batch
         )
+        print(f"| {mode} | {prefill[mode] * 1e3:.1f} ms ({prefill[first] / prefill[mode]:.2f}x) |{cells}")
 
 
 if __name__ == "__main__":
