@@ -8,9 +8,9 @@ The weight is (--out, in) with in = 1536 (a whole number of 256-weight blocks), 
 best of 9 runs of 50 calls each, so a busy moment of a shared machine does not count. The reference line is
 float32 F.linear (torch's own matmul) on the dequantised weight, at the same shape. One table per kernel
 instruction-set path (--isa; default: every path this CPU has) and activation dtype (--activations:
-exec.activation_dtype, which acts on quantised types: below 16 rows in int16 row kernels, from 16 in int16
-tiles, or int8 ones where the path takes the type: every quantised type with AVX512_VNNI, on avx2 those
-whose codes fit 6 bits);
+exec.activation_dtype, which acts on quantised types: below 16 rows in int16 row kernels (int8: on avx2 the
+packed int8 row kernels where the type packs), from 16 in int16 tiles, or int8 ones where the path takes the
+type: every quantised type with AVX512_VNNI, on avx2 those whose codes fit 6 bits);
 2 x weights/ns is GFLOP/s.
 """
 

@@ -274,11 +274,12 @@ _declare(
     "activation_dtype",
     str,
     "int8",
-    "How the CPU kernels multiply quantised weights: int8 (the default: every linear in calls of 16 rows or "
-    "more rounds each 32 inputs of a row to int8 steps of 1/127 of their largest, the row's 4 largest inputs "
-    "kept out and multiplied in float; 98.7-99.8% teacher-forced top-1 agreement with exact on the files "
-    "measured; every quantised type with AVX512_VNNI, on AVX2 the types whose codes fit 6 bits, not Q8_0 or "
-    "IQ4; int16 elsewhere and below 16 rows), mixed (int8 as above for the attention output and MLP down "
+    "How the CPU kernels multiply quantised weights: int8 (the default: every linear rounds each 32 inputs "
+    "of a row to int8 steps of 1/127 of their largest, the row's 4 largest inputs kept out and multiplied in "
+    "float; 98.7-99.8% teacher-forced top-1 agreement with exact on the files measured; in calls of 16 rows "
+    "or more every quantised type with AVX512_VNNI, on AVX2 the types whose codes fit 6 bits, not Q8_0 or "
+    "IQ4; below 16 rows on AVX2 those types but Q2_K and Q3_K, with the same bits as at 16 or more; int16 "
+    "elsewhere), mixed (int8 as above for the attention output and MLP down "
     "projections only, int16 for the rest: 99.2-99.8%), int16 (each 32 inputs rounded to int16 steps of "
     "1/32767 of their largest and multiplied with the blocks' integer codes; float tensor types stay float32; "
     "100% agreement) or float32 (slower).",

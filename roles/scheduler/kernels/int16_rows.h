@@ -31,11 +31,12 @@ struct rs_int16_rows {
     float* scale;
     float* sums;
     uint8_t* q8;  // the rows as int8 instead (int8_tiles.h: scale then holds their steps), or null
+    uint8_t* q8_order;  // with q8, in calls of fewer than 16 rows on avx2: q8 in packed tiles' order (int8_packed_rows.h)
     // With q8: each row's RS_INT8_KEPT channels left out of its int8 groups, and their values (int8_tiles.h);
-    // the channels of every row together, each once (kept_union[0] of them from kept_union[1]), and where each
-    // row's channel is among them (kept_slot, beside kept).
     int32_t* kept;
     float* kept_value;
+    // then, in each thread's own copy (rs_linear_shared), the channels of every row together, each once
+    // (kept_union[0] of them from kept_union[1]), and where each row's channel is among them (kept_slot).
     int32_t* kept_slot;
     int32_t* kept_union;
 };

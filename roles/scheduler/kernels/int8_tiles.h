@@ -1,8 +1,8 @@
 // Linears of many rows with int8 activations (exec.activation_dtype int8): a call of RS_INT16_MAX_ROWS rows or
 // more quantises each 32 inputs of a row to int8 with their own scale and multiplies them with a work item's
 // codes, decoded once per call into a panel of four codes of a column per 32-bit lane. Calls of fewer rows
-// keep the int16 row kernels: there each weight is read once per row, and the read, not the products, bounds
-// them. The inputs are rounded by at most half a step of 1/127 of their group's largest magnitude: the scheme
+// take the packed int8 row kernels on avx2 where the types pack (int8_packed_rows.h: the same bits), and the
+// int16 row kernels elsewhere. The inputs are rounded by at most half a step of 1/127 of their group's largest magnitude: the scheme
 // llama.cpp's quantised dot products use (its Q8_0 and Q8_1 rows); offsets meet the sums of the rounded
 // inputs, as with int16 (int16_rows.h). Two ways to multiply, chosen by the path:
 // - AVX512_VNNI (int8_dpbusd_tiles.h): vpdpbusd, 64 products per instruction, every quantised type;
@@ -60,6 +60,7 @@ static RS_ALWAYS_INLINE void rs_store_quads(const __m256i codes[RS_TILE_COLUMNS]
 #include "int8_dpbusd_tiles.h"
 #elif !defined(RS_INT16_ZMM)
 #define RS_INT8_TILES 1
+#define RS_INT8_ROWS 1  // calls of fewer than 16 rows take int8 too (int8_packed_rows.h)
 #include "int8_madd_tiles.h"
 #endif  // RS_INT8_TILES
 
@@ -176,3 +177,11 @@ static void rs_linear_int8_tiles(const rs_part& p, int64_t blocks, int64_t n0, i
     });
 }
 #endif  // RS_INT8_TILES
+
+#ifdef RS_INT8_ROWS
+#include "int8_packed_rows.h"
+constexpr bool RS_HAS_INT8_ROWS = true;
+#else
+constexpr bool RS_HAS_INT8_ROWS = false;
+constexpr bool rs_int8_rows_take(int) { return false; }
+#endif

@@ -62,9 +62,17 @@ INT8_TILES: dict[str, frozenset[str] | None] = {
 INT8_INPUT_KINDS = ("o_proj", "down_proj")
 
 
-def takes_int8(path: str, type_name: str) -> bool:
-    """Whether a linear of 16 rows or more of quantised type ``type_name`` takes int8 activations on ``path``
-    when exec.activation_dtype is int8."""
+# Below 16 rows, the types whose packed tiles the path multiplies with int8 rows (int8_packed_rows.h): avx2's
+# int8 types but Q2_K and Q3_K, which have no packed form; every other call of fewer than 16 rows runs as
+# int16. Where a type takes int8 at every number of rows, a row's outputs do not depend on its call's others.
+INT8_ROWS: dict[str, frozenset[str]] = {"avx2": INT8_TILES["avx2"] - {"Q2_K", "Q3_K"}}
+
+
+def takes_int8(path: str, type_name: str, rows: int = 16) -> bool:
+    """Whether a linear call of ``rows`` rows of quantised type ``type_name`` takes int8 activations on
+    ``path`` when exec.activation_dtype is int8."""
+    if rows < 16:
+        return type_name in INT8_ROWS.get(path, ())
     if path not in INT8_TILES:
         return False
     types = INT8_TILES[path]
@@ -86,7 +94,8 @@ def path_for(setting: str) -> str | None:
 
 def activations_in_effect(activations: str, path: str) -> str:
     """What exec.activation_dtype does on ``path``: int8 takes calls of 16 rows or more where the path has
-    int8 tiles for the linear's types, and runs as int16 elsewhere."""
+    int8 tiles for the linear's types, calls of fewer where it has int8 row kernels for them (INT8_ROWS), and
+    runs as int16 elsewhere."""
     if activations not in ("int8", "mixed"):
         return activations
     if path not in INT8_TILES:
@@ -95,7 +104,11 @@ def activations_in_effect(activations: str, path: str) -> str:
         int8 = "int8 from 16 rows, int16 below"
     else:
         others = ", ".join(name for name in QUANTISED_TYPES if name not in INT8_TILES[path])
-        int8 = f"int8 from 16 rows where the quantised parts' codes fit 6 bits (not {others}), int16 else"
+        unpacked = ", ".join(sorted(INT8_TILES[path] - INT8_ROWS.get(path, frozenset())))
+        int8 = (
+            f"int8 from 16 rows where the quantised parts' codes fit 6 bits (not {others}), and below 16 "
+            f"where they also pack (not {unpacked}); int16 else"
+        )
     return int8 if activations == "int8" else f"{', '.join(INT8_INPUT_KINDS)}: {int8}; the rest int16"
 
 

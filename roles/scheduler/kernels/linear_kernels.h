@@ -221,7 +221,12 @@ static void rs_linear_block(const rs_part& p, int64_t k, int64_t n0, int64_t n1,
         if (xq != nullptr) {
 #ifdef RS_INT8_TILES
             if constexpr (rs_int8_takes(TYPE))
-                if (xq->q8 != nullptr) return rs_linear_int8_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+                if (xq->q8 != nullptr) {
+                    if constexpr (rs_int8_rows_take(TYPE))
+                        if (rows < RS_INT16_MAX_ROWS && rs_whole_packed_tile(p, n0, n1))
+                            return rs_linear_int8_packed<TYPE>(p, n0, *xq, rows, k, out, ldo);
+                    return rs_linear_int8_tiles<TYPE>(p, blocks, n0, n1, *xq, rows, k, out, ldo);
+                }
 #endif
             // A whole packed tile: the same arithmetic as the int16 tiles without decoding a panel per call.
             if constexpr (rs_type_packs(TYPE))
@@ -283,21 +288,18 @@ struct rs_row_buffers {
     std::vector<float> scale, sums;
     std::vector<int32_t> kept;
     std::vector<float> kept_value;
-    std::vector<int32_t> kept_slot, kept_union;
     rs_row_buffers(int64_t rows, int64_t k)
         : bf16(RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0),
           q(rs_activations_int16 ? rows * k : 0),
-          q8(RS_HAS_INT8_TILES && rs_activations_int16 >= 2 && rows >= RS_INT16_MAX_ROWS ? rows * k : 0),
+          q8(RS_HAS_INT8_TILES && rs_activations_int16 >= 2 ? rows * k : 0),
           scale(q.size() / RS_GROUP),
           sums(q.size() / 16),
           kept(q8.empty() ? 0 : rows * RS_INT8_KEPT),
-          kept_value(kept.size()),
-          kept_slot(kept.size()),
-          kept_union(kept.size() + 1) {}
+          kept_value(kept.size()) {}
     rs_row_scratch view() {
         return {bf16.empty() ? nullptr : bf16.data(),
                 {q.empty() ? nullptr : q.data(), scale.data(), sums.data(), q8.empty() ? nullptr : q8.data(),
-                 kept.data(), kept_value.data(), kept_slot.data(), kept_union.data()}};
+                 nullptr, kept.data(), kept_value.data(), nullptr, nullptr}};
     }
 };
 
@@ -309,12 +311,37 @@ static inline bool rs_linear_has(const rs_linear& w, bool codes) {
 }
 
 #ifdef RS_INT8_TILES
-// Whether w's inputs round to int8: the activation dtype says so for w (int8, or mixed and w marked), and
-// every quantised part of w takes int8 inputs on this path (int8_tiles.h).
-static inline bool rs_linear_takes_int8(const rs_linear& w) {
+// A thread's own room for a call's rows as int8: every row, for calls of fewer than 16 (rs_linear_shared), and
+// for every call the kept channels of all rows united, which each thread works out for itself rather than one
+// for all behind a barrier. Grown as needed and kept for the next call.
+struct rs_own_rows {
+    std::vector<uint8_t> q8, q8_order;
+    std::vector<float> scale, sums, kept_value;
+    std::vector<int32_t> kept, slot, united;
+    rs_int16_rows rows(int64_t count, int64_t k) {
+        q8.resize(count * k), q8_order.resize(count * k);
+        scale.resize(count * k / RS_GROUP), sums.resize(count * k / 16);
+        kept.resize(count * RS_INT8_KEPT), kept_value.resize(count * RS_INT8_KEPT);
+        return {nullptr, scale.data(), sums.data(), q8.data(), q8_order.data(), kept.data(), kept_value.data(), nullptr, nullptr};
+    }
+    // form's kept channels united (rs_unite_kept) in this room.
+    void unite(rs_int16_rows& form, int64_t count) {
+        slot.resize(count * RS_INT8_KEPT), united.resize(count * RS_INT8_KEPT + 1);
+        form.kept_slot = slot.data(), form.kept_union = united.data();
+        rs_unite_kept(form, count);
+    }
+};
+
+// Whether a call of `rows` rows of w rounds them to int8: the activation dtype says so for w (int8, or mixed
+// and w marked), and every quantised part of w takes int8 inputs on this path at that many rows (int8_tiles.h;
+// below 16 rows, only the types with packed int8 row kernels, int8_packed_rows.h).
+static inline bool rs_linear_takes_int8(const rs_linear& w, int64_t rows) {
     if (rs_activations_int16 != 2 && !(rs_activations_int16 == 3 && w.int8_inputs)) return false;
-    for (int i = 0; i < w.num_parts; ++i)
-        if (rs_type_has_codes(w.parts[i].type) && !rs_int8_takes(w.parts[i].type)) return false;
+    const bool few = rows < RS_INT16_MAX_ROWS;
+    for (int i = 0; i < w.num_parts; ++i) {
+        const int type = w.parts[i].type;
+        if (rs_type_has_codes(type) && !(few ? rs_int8_rows_take(type) : rs_int8_takes(type))) return false;
+    }
     return true;
 }
 #endif
@@ -327,12 +354,25 @@ static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, i
     const rs_int16_rows* xq = nullptr;
     rs_int16_rows form = scratch.int16;  // the rows' integer form: int8 (q8 set) or int16
 #ifdef RS_INT8_TILES
-    if (form.q8 != nullptr && rows >= RS_INT16_MAX_ROWS && rs_linear_has(w, true) && rs_linear_takes_int8(w)) {
+    if (form.q8 != nullptr && rs_linear_has(w, true) && rs_linear_takes_int8(w, rows)) {
+        thread_local rs_own_rows own;
+        if (rows < RS_INT16_MAX_ROWS) {
+#ifdef RS_INT8_ROWS
+            // Few rows: each thread rounds every one of them in its own room, so that no thread waits for
+            // another before its work items (one barrier, and one thread's rounding, saved per linear).
+            form = own.rows(rows, w.k);
+            for (int64_t r = 0; r < rows; ++r) {
+                rs_row_to_int8_keeping(x + r * ldx, r, w.k, form);
+                rs_rows_to_nibble_order(r, r + 1, w.k, form);
+            }
+#endif
+        } else {
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; ++r) rs_row_to_int8_keeping(x + r * ldx, r, w.k, form);
-#pragma omp single
-        rs_unite_kept(form, rows);
-        xq = &form;  // the barriers of the loop and the single: every row is quantised before any thread reads it
+            for (int64_t r = 0; r < rows; ++r) rs_row_to_int8_keeping(x + r * ldx, r, w.k, form);
+            // The loop's barrier: every row is rounded before any thread reads it.
+        }
+        own.unite(form, rows);
+        xq = &form;
     }
 #endif
     if (xq == nullptr && form.q != nullptr && rs_linear_has(w, true)) {

@@ -230,8 +230,9 @@ ACTIVATION_DTYPES = ("float32", "int16", "int8", "mixed")
 
 def activation_dtype() -> str:
     """How quantised weights multiply: float32, or int16 (int8: int8 from 16 rows where the path has int8
-    tiles for the linear's types, isa.INT8_TILES; mixed: that for the linears whose view has int8_inputs
-    set, int16 for the rest) activations against their integer codes."""
+    tiles for the linear's types, isa.INT8_TILES, and below 16 where it has int8 row kernels for them,
+    isa.INT8_ROWS; mixed: that for the linears whose view has int8_inputs set, int16 for the rest)
+    activations against their integer codes."""
     return ACTIVATION_DTYPES[library().rs_activation_dtype()]
 
 

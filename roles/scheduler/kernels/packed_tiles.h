@@ -1,6 +1,7 @@
 // Linears with int16 activations over repacked weights (packed_layout.h): a work item whose 16 output rows
 // are a packed tile multiplies each row's int16 form (int16_rows.h) with the tile's codes, every register
-// lane an output column, in calls of any number of rows (int8 activations: of fewer than RS_INT16_MAX_ROWS).
+// lane an output column, in calls of any number of rows (int8 activations: of fewer than RS_INT16_MAX_ROWS, for
+// the linears int8_packed_rows.h does not take).
 // A chunk of codes is loaded once; a shift and a mask (Q8_0: shifts; Q5_0, Q5_1, Q6_K: and their high bits)
 // give two neighbouring codes of every column as int16, and one vpmaddwd (vpdpwssd with VNNI) takes their
 // products with two inputs of a row, broadcast: 16 columns' products a 512-bit instruction, where the row

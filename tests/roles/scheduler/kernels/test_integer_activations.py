@@ -1,7 +1,8 @@
 """exec.activation_dtype int16: every quantised linear multiplies int16 inputs with the blocks' integer codes,
 in row kernels below 16 rows (int16_rows.h) and in tiles of a work item's decoded codes from 16 (int16_tiles.h).
-int8: the same below 16 rows; from 16, int8 inputs in tiles where the path takes the type (int8_tiles.h,
-isa.INT8_TILES: every type with AVX512_VNNI, those whose codes fit 6 bits on avx2).
+int8: from 16 rows, int8 inputs in tiles where the path takes the type (int8_tiles.h, isa.INT8_TILES: every
+type with AVX512_VNNI, those whose codes fit 6 bits on avx2); below 16 rows, on avx2, int8 inputs against the
+packed tiles of those types (int8_packed_rows.h, isa.INT8_ROWS); int16 elsewhere.
 
 Random valid blocks of every tensor type (``tests.random_blocks``), 37 output rows, on every instruction-set
 path this CPU has:
@@ -9,7 +10,8 @@ path this CPU has:
   32 inputs to int16 steps of their largest magnitude / 32767, or int8 steps of / 127 once each row's
   native.INT8_KEPT inputs of largest magnitude are left out, unrounded), to float32 summation, its offsets too
   (w = d q + m: each weight whole meets the rounded input);
-- a row's outputs are the same bits whatever else is in the call, from 1 to 15 rows;
+- a row's outputs are the same bits whatever else is in the call, from 1 to 15 rows; and from 1 to 40 where
+  int8 takes the type at every number of rows (the packed row kernels give the tiles' bits);
 - float tensor types compute what float32 activations compute, bit for bit, at any number of rows.
 """
 
@@ -84,7 +86,7 @@ def _as_rounded(x: torch.Tensor, levels: float = 32767.0) -> torch.Tensor:
 
 def _levels(integer_activations: str, rows: int, kernel_isa: str, type_name: str) -> float:
     """The steps up to a group's largest magnitude that a call of `rows` rows of type_name rounds its inputs to."""
-    int8 = integer_activations == "int8" and rows >= 16 and takes_int8(kernel_isa, type_name)
+    int8 = integer_activations == "int8" and takes_int8(kernel_isa, type_name, rows)
     return 127.0 if int8 else 32767.0
 
 
@@ -95,7 +97,7 @@ def _inputs(rows: int, cols: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("type_name", QUANTISED)
-@pytest.mark.parametrize("rows", [1, 2, 5, 15, 16, 23, 33])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 15, 16, 23, 33])
 def test_a_quantised_type_multiplies_the_rounded_inputs(type_name, rows, kernel_isa, integer_activations):
     linear, coded, offsets = _linear(type_name, seed=rows)
     x = _inputs(rows, linear.in_features)
@@ -149,7 +151,7 @@ def test_a_linear_takes_int8_only_where_every_quantised_part_does(types, kernel_
         cols, [BY_NAME[name].type_id for name in types], [torch.from_numpy(b) for b in parts]
     )
     x = _inputs(rows, cols)
-    int8 = integer_activations == "int8" and all(takes_int8(kernel_isa, name) for name in types)
+    int8 = integer_activations == "int8" and all(takes_int8(kernel_isa, name, rows) for name in types)
     expected = _as_rounded(x, 127.0 if int8 else 32767.0) @ weight.T
     error = (linear(x).double() - expected).abs().max() / expected.abs().max()
     assert error < 2e-6, (
@@ -162,11 +164,16 @@ def test_a_rows_outputs_do_not_depend_on_the_other_rows_of_the_call(
     type_name, kernel_isa, integer_activations
 ):
     linear, _, _ = _linear(type_name, seed=3)
-    x = _inputs(15, linear.in_features)
+    x = _inputs(40, linear.in_features)
     alone = torch.cat([linear(x[r : r + 1]) for r in range(15)])
     for rows in range(2, 16):
         assert torch.equal(linear(x[:rows]), alone[:rows]), f"{type_name}: {rows} rows"
-    assert torch.equal(linear(x.flip(0)), alone.flip(0))
+    assert torch.equal(linear(x[:15].flip(0)), alone.flip(0))
+    if integer_activations == "int8" and takes_int8(kernel_isa, type_name, 1):
+        # The packed int8 row kernels give the tiles' bits: a row's outputs do not depend on its call at all.
+        tiles = linear(x)
+        assert torch.equal(tiles[:15], alone), f"{type_name}: 40 rows"
+        assert torch.equal(linear(x[20:36]), tiles[20:36])
 
 
 @pytest.mark.parametrize("type_name", SUPPORTED_NAMES)
@@ -210,7 +217,5 @@ def test_mixed_gives_int8_inputs_to_the_marked_linears_only(type_name, rows, ker
             assert torch.equal(linear(x), expected), f"{type_name}, {rows} rows, marked {marked}"
     finally:
         native.set_activation_dtype("float32")
-    # Whether int8 differs from int16 at all here: from 16 rows, where the path takes the type.
-    assert torch.equal(outputs["int8"], outputs["int16"]) == (
-        rows < 16 or not takes_int8(kernel_isa, type_name)
-    )
+    # Whether int8 differs from int16 at all here: where the path takes the type at that many rows.
+    assert torch.equal(outputs["int8"], outputs["int16"]) == (not takes_int8(kernel_isa, type_name, rows))

@@ -73,8 +73,8 @@ def test_an_unknown_path_is_refused():
         ("avx512", "int16 (int8 tiles: avx2, avx512vnni) (quantised weights)"),
         (
             "avx2",
-            "int8 from 16 rows where the quantised parts' codes fit 6 bits (not Q8_0, IQ4_NL, IQ4_XS), int16 else"
-            " (quantised weights)",
+            "int8 from 16 rows where the quantised parts' codes fit 6 bits (not Q8_0, IQ4_NL, IQ4_XS), and below"
+            " 16 where they also pack (not Q2_K, Q3_K); int16 else (quantised weights)",
         ),
     ],
 )

@@ -1,6 +1,6 @@
 """Packed tiles (packed_layout.h, packed_tiles.h): a Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K part's
 whole tiles of 16 rows repacked column by column, which calls of any number of rows read with int16 activations (int8:
-below 16).
+below 16 rows, with int8 inputs on avx2 where the type takes them, int8_packed_rows.h: test_integer_activations.py).
 
 - the packed bytes hold what packed_layout.h says: read back by that description, every code of the file's
   blocks, and their scales (Q4_K, Q5_K, Q6_K: each group's scales and offset as the gguf package dequantises
