@@ -36,11 +36,6 @@ static inline void rs_rows_to_nibble_order(int64_t r0, int64_t r1, int64_t k, co
     }
 }
 
-// v shifted left by `by` bits in each 32-bit lane (right by -by); `by` is a constant in the unrolled loops.
-static RS_ALWAYS_INLINE __m256i rs_shift_epi32(__m256i v, int by) {
-    return by >= 0 ? _mm256_slli_epi32(v, by) : _mm256_srli_epi32(v, -by);
-}
-
 // Chunk t of a group's codes of the columns [lane, lane + 8) as two quads of bytes a column: quad[0] its codes
 // 8t, 8t + 4, 8t + 1, 8t + 5, quad[1] 8t + 2, 8t + 6, 8t + 3, 8t + 7, each as the file has it (0 .. top: the
 // codes the int8 tiles raise by the type's bias).
@@ -54,27 +49,22 @@ static RS_ALWAYS_INLINE void rs_packed_quads(const uint8_t* group, int lane, int
     if constexpr (rs_packed_high_bits(TYPE) != 0) {
         const __m256i high = _mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(group + rs_packed_high_at(TYPE) + (t / 2) * CHUNK + lane * 4));
-        // Bytes 0 and 2 take codes 8t + 2h (+ 1), whose high bits go to bits 4 and 20; bytes 1 and 3 codes
-        // 8t + 2h + 4 (+ 1), to bits 12 and 28.
-        const int low = rs_packed_high_bits(TYPE) == 1 ? 0x00100010 : 0x00300030;
+        // Bytes 0 and 2 take codes 8t + 2h (+ 1), whose high bits go to bits 4 and 20 (rs_cols_high_bits puts
+        // them there); bytes 1 and 3 codes 8t + 2h + 4 (+ 1), to bits 4 and 20, then 8 higher.
+        constexpr int BITS = rs_packed_high_bits(TYPE);
         for (int h = 0; h < 2; ++h) {
-            const __m256i first = _mm256_and_si256(rs_shift_epi32(high, 4 - rs_packed_high_position(TYPE, t, h)),
-                                                   _mm256_set1_epi32(low));
-            const __m256i second = _mm256_and_si256(rs_shift_epi32(high, 12 - rs_packed_high_position(TYPE, t, h + 2)),
-                                                    _mm256_set1_epi32(low << 8));
-            quad[h] = _mm256_or_si256(quad[h], _mm256_or_si256(first, second));
+            const __m256i first = rs_cols_high_bits<BITS>(high, rs_packed_high_position(TYPE, t, h) - 4);
+            const __m256i second = rs_cols_high_bits<BITS>(high, rs_packed_high_position(TYPE, t, h + 2) - 4);
+            quad[h] = _mm256_or_si256(quad[h], _mm256_or_si256(first, _mm256_slli_epi32(second, 8)));
         }
     }
 }
 
-// The offsets of a group's half h for the columns [lane, lane + 8): the type's own, lowered by its bias times
-// the scales (the int8 panel's offsets, rs_packed_panel_of).
+// The offsets of a group's half h for the columns [lane, lane + 8) as the int8 panel holds them: lowered by the
+// type's bias times the scales.
 template <int TYPE>
 static RS_ALWAYS_INLINE rs_cols_f rs_int8_packed_offsets(const uint8_t* group, int lane, int h) {
-    constexpr int BIAS = rs_madd_bias(TYPE);
-    rs_cols_f base = rs_packed_offsets(TYPE) ? rs_packed_offset_columns<TYPE>(group, lane) : rs_cols_zero_f();
-    if constexpr (BIAS != 0) base = rs_cols_fmadd(rs_cols_set1(-float(BIAS)), rs_packed_scale_columns<TYPE>(group, lane, h), base);
-    return base;
+    return rs_packed_lowered_offsets<TYPE, rs_madd_bias(TYPE)>(group, lane, h);
 }
 
 // out[m, lane + c] (RS_TILE_COLUMNS apart) for M int8 rows from `first` and the packed tile's columns

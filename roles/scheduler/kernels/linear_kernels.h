@@ -291,7 +291,7 @@ struct rs_row_buffers {
     rs_row_buffers(int64_t rows, int64_t k)
         : bf16(RS_HAS_BF16_TILES ? rows / RS_ROW_TILE * RS_ROW_TILE * k : 0),
           q(rs_activations_int16 ? rows * k : 0),
-          q8(RS_HAS_INT8_TILES && rs_activations_int16 >= 2 ? rows * k : 0),
+          q8(RS_HAS_INT8_TILES && rs_activations_int16 >= 2 && rows >= RS_INT16_MAX_ROWS ? rows * k : 0),
           scale(q.size() / RS_GROUP),
           sums(q.size() / 16),
           kept(q8.empty() ? 0 : rows * RS_INT8_KEPT),
@@ -354,7 +354,9 @@ static void rs_linear_shared(const rs_linear& w, const float* x, int64_t rows, i
     const rs_int16_rows* xq = nullptr;
     rs_int16_rows form = scratch.int16;  // the rows' integer form: int8 (q8 set) or int16
 #ifdef RS_INT8_TILES
-    if (form.q8 != nullptr && rs_linear_has(w, true) && rs_linear_takes_int8(w, rows)) {
+    // Calls of 16 rows or more round into the call's scratch, fewer into each thread's own room.
+    const bool room = rows < RS_INT16_MAX_ROWS || form.q8 != nullptr;
+    if (room && rs_linear_has(w, true) && rs_linear_takes_int8(w, rows)) {
         thread_local rs_own_rows own;
         if (rows < RS_INT16_MAX_ROWS) {
 #ifdef RS_INT8_ROWS

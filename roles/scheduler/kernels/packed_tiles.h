@@ -194,6 +194,15 @@ static void rs_packed_tile_rows(const uint8_t* tile, int64_t groups, const rs_in
         rs_packed_tile<TYPE, M>(tile, groups, lane, x, first, k, out, ldo);
 }
 
+// The offsets of a group's half h for the columns [lane, lane + RS_TILE_LANES): the type's own (none: zero),
+// lowered by BIAS times the half's scales (exact: BIAS is 0 or 2^n).
+template <int TYPE, int BIAS>
+static RS_ALWAYS_INLINE rs_cols_f rs_packed_lowered_offsets(const uint8_t* group, int lane, int h) {
+    rs_cols_f base = rs_packed_offsets(TYPE) ? rs_packed_offset_columns<TYPE>(group, lane) : rs_cols_zero_f();
+    if constexpr (BIAS != 0) base = rs_cols_fmadd(rs_cols_set1(-float(BIAS)), rs_packed_scale_columns<TYPE>(group, lane, h), base);
+    return base;
+}
+
 // A packed tile's groups into a panel, lane by lane: write_codes(group, lane, codes) stores a lane's codes of
 // a group at that group's code words (code_words of them a group), then each half's scales and offsets go to
 // scale and offset [g][half][column], each offset lowered by BIAS times its scale (exact: BIAS is 0 or 2^n).
@@ -207,11 +216,8 @@ static RS_ALWAYS_INLINE void rs_packed_panel_of(const uint8_t* tile, int64_t gro
         for (int lane = 0; lane < RS_PACKED_COLUMNS; lane += RS_TILE_LANES) {
             write_codes(group, lane, codes + g * code_words);
             for (int half = 0; half < 2; ++half) {
-                const rs_cols_f columns = rs_packed_scale_columns<TYPE>(group, lane, half);
-                rs_cols_f base = rs_packed_offsets(TYPE) ? rs_packed_offset_columns<TYPE>(group, lane) : rs_cols_zero_f();
-                if constexpr (BIAS != 0) base = rs_cols_fmadd(rs_cols_set1(-float(BIAS)), columns, base);
-                rs_cols_store(scales + half * RS_TILE_COLUMNS + lane, columns);
-                rs_cols_store(offsets + half * RS_TILE_COLUMNS + lane, base);
+                rs_cols_store(scales + half * RS_TILE_COLUMNS + lane, rs_packed_scale_columns<TYPE>(group, lane, half));
+                rs_cols_store(offsets + half * RS_TILE_COLUMNS + lane, rs_packed_lowered_offsets<TYPE, BIAS>(group, lane, half));
             }
         }
     }
