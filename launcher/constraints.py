@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from launcher.collector_check import STAT_LOGGERS_IMPORTABLE
+from launcher.draft_model_check import DRAFT_MODEL_USABLE
 from launcher.expert_parallel_check import EP_SIZE_FITS_THE_MODEL, EXPERT_BACKUP_FITS
 from launcher.kernel_isa_check import KERNEL_ISA_ON_THIS_CPU
 from launcher.model_file_check import MODEL_FILE_SERVABLE
@@ -19,4 +20,5 @@ LAUNCHER_CONSTRAINTS: tuple[Constraint, ...] = (
     RAY_IMPORTABLE,
     TOKENIZER_SUPPORTED,
     CHAT_TEMPLATE_USABLE,
+    DRAFT_MODEL_USABLE,
 )

@@ -84,6 +84,11 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         lambda v: "true needs weight_cache.enabled: true",
     ),
     Constraint(
+        ("exec.speculative_draft_model", "exec.speculative_method"),
+        lambda v: v["exec.speculative_method"] != "draft_model" or bool(v["exec.speculative_draft_model"]),
+        lambda v: "must name the draft model (a path or alias) when exec.speculative_method is draft_model",
+    ),
+    Constraint(
         ("exec.speculative_ngram_min", "exec.speculative_ngram_max"),
         lambda v: v["exec.speculative_ngram_min"] <= v["exec.speculative_ngram_max"],
         lambda v: (

@@ -85,6 +85,13 @@ def main(link: ChildLink) -> None:
         config.kv_cache_tokens,
         config.kv_cache_dtype,
     )
+    if config.speculative_method == "draft_model":
+        log.info(
+            "draft model %s (exec.speculative_draft_model) beside it in weights %s, its own KV cache of %d tokens",
+            config.speculative_draft_model,
+            config.weight_dtype,
+            config.kv_cache_tokens,
+        )
     link.facts["family"] = family_facts(config.model_path) + kv_pool_facts(engine.kv_groups)
     link.facts["weights"] = report_weight_formats(config.model_path, config.weight_dtype)
     link.facts["kernels"] = report_kernel_path(config.kernel_isa, config.weight_dtype)

@@ -21,8 +21,7 @@ from roles.scheduler.engine.eos_ids import eos_token_ids
 from roles.scheduler.expert_stats.recorder import NoopRecorder
 from roles.scheduler.expert_stats.reporter import BalancednessReporter
 from roles.scheduler.kernels import native
-from roles.scheduler.kv_cache.kv_groups import build_kv_groups
-from roles.scheduler.kv_cache.paged_kv import GroupedKVCache
+from roles.scheduler.kv_cache.kv_groups import build_kv_groups, kv_cache_of
 from roles.scheduler.models.block_linear import prepare_kernel_views
 from roles.scheduler.models.rotary import long_rope_from
 from roles.scheduler.sampling.sampler import Sampler
@@ -31,7 +30,7 @@ from roles.scheduler.sched.batch_scheduler import BatchScheduler
 from roles.scheduler.sched.forward_batch import ForwardBatch
 from roles.scheduler.sched.request import Request
 from roles.scheduler.sched.step_inputs import build_forward_batch
-from roles.scheduler.speculative.speculator import NgramSpeculator, first_logit_rows
+from roles.scheduler.speculative.speculator import Speculator, build_speculator, first_logit_rows
 
 if TYPE_CHECKING:
     from roles.scheduler.moe.shard_view import ShardFor
@@ -54,10 +53,11 @@ class EngineConfig:
     kv_cache_dtype: str  # float32 | float16
     page_size: int
     enable_prefix_cache: bool
-    speculative_method: str  # none | ngram (speculative/)
+    speculative_method: str  # none | ngram | draft_model (speculative/)
     speculative_num_draft_tokens: int
     speculative_ngram_min: int
     speculative_ngram_max: int
+    speculative_draft_model: str  # the draft model's path or alias (speculative_method draft_model)
 
 
 @dataclass
@@ -111,8 +111,7 @@ class Engine:
         self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
         num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
         self.kv_groups = build_kv_groups(self.shape, config)
-        pools = [group.kv for group in self.kv_groups]
-        self.kv_cache = pools[0] if len(pools) == 1 else GroupedKVCache(pools)
+        self.kv_cache = kv_cache_of(self.kv_groups)
         self.prefix_cache = self.kv_groups[0].cache  # counts each request's prefix hit
         self.scheduler = BatchScheduler(
             self.kv_groups,
@@ -122,15 +121,7 @@ class Engine:
             long_rope_from(self.shape.rope_scaling),
         )
         self.sampler = Sampler()
-        self.speculator = None
-        if config.speculative_method == "ngram":
-            self.speculator = NgramSpeculator(
-                config.speculative_num_draft_tokens,
-                config.speculative_ngram_min,
-                config.speculative_ngram_max,
-            )
-        elif config.speculative_method != "none":
-            raise ValueError(f"speculative_method must be none or ngram; got {config.speculative_method!r}")
+        self.speculator = build_speculator(config, self.shape)
         self.constraints = TokenConstraints(config.model_path, self.shape.vocab_size, self.eos_token_ids)
         # A request alone must always fit, or preemption could not make progress.
         self.max_total_tokens = min(self.shape.context_length, (num_pages - 1) * config.page_size)
@@ -363,5 +354,5 @@ class Engine:
             "num_prompt_tokens": self.num_prompt_tokens,
             "num_cached_prompt_tokens": self.num_cached_prompt_tokens,
             "is_full": int(self.scheduler.is_full),  # a new request would be refused (QueueFull)
-            **(self.speculator.stats() if self.speculator is not None else NgramSpeculator.NO_STATS),
+            **(self.speculator.stats() if self.speculator is not None else Speculator.NO_STATS),
         }

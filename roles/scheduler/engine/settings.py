@@ -32,6 +32,7 @@ def _engine_config(read: Mapping[str, Any]) -> EngineConfig:
         speculative_num_draft_tokens=read["exec.speculative_num_draft_tokens"],
         speculative_ngram_min=read["exec.speculative_ngram_min"],
         speculative_ngram_max=read["exec.speculative_ngram_max"],
+        speculative_draft_model=read["exec.speculative_draft_model"],
     )
 
 

@@ -26,7 +26,7 @@ import torch
 
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.kv_cache.page_allocator import PageAllocator
-from roles.scheduler.kv_cache.paged_kv import KVCache
+from roles.scheduler.kv_cache.paged_kv import GroupedKVCache, KVCache
 from roles.scheduler.kv_cache.prefix_cache import ROOT_HASH, PrefixCache, chain_keys
 
 
@@ -95,6 +95,12 @@ def build_kv_groups(shape: ModelShape, config) -> list[KVGroup]:
             KVGroup(window, layers, cache, KVCache(shape, num_pages, config.page_size, dtype, layers))
         )
     return groups
+
+
+def kv_cache_of(groups: list[KVGroup]) -> KVCache | GroupedKVCache:
+    """What a model's forward writes and attends to: the one pool, or every group's pools together."""
+    pools = [group.kv for group in groups]
+    return pools[0] if len(pools) == 1 else GroupedKVCache(pools)
 
 
 def _layer_runs(layers: tuple[int, ...]) -> str:

@@ -1,7 +1,8 @@
 """Speculative decoding in the engine's step: draft for the decoding requests, verify in the same forward.
 
-Before a step's forward, each decoding request that may speculate gets an n-gram draft (ngram_drafter)
-bounded by what is left of the step's token budget, its max_tokens and its context, and pages for it. The
+Before a step's forward, each decoding request that may speculate gets a draft bounded by what is left of
+the step's token budget, its max_tokens and its context, and pages for it: from its own prompt + output
+(NgramSpeculator, ngram_drafter) or from a small draft model (DraftModelSpeculator, draft_model). The
 forward computes its last token and the drafted ones as one-token rows (step_inputs). After it, verify
 (verify.py) turns the k + 1 rows of logits into the tokens to emit; the engine emits them one by one through
 its usual stop checks and counts the kept drafted tokens as computed (their K/V is right). Rejected
@@ -14,6 +15,8 @@ Requests with penalties, logprobs or structured output decode one token per step
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from roles.scheduler.sampling.sampler import filtered_logits
@@ -21,6 +24,10 @@ from roles.scheduler.sched.batch_scheduler import BatchScheduler, ScheduledBatch
 from roles.scheduler.sched.request import Request
 from roles.scheduler.speculative.ngram_drafter import NgramIndex
 from roles.scheduler.speculative.verify import accept_greedy, accept_sampled
+
+if TYPE_CHECKING:
+    from roles.model_files.model_shape import ModelShape
+    from roles.scheduler.engine.core import EngineConfig
 
 
 def may_speculate(request: Request) -> bool:
@@ -37,7 +44,9 @@ def first_logit_rows(drafts: list[list[int]]) -> list[int]:
     return starts
 
 
-class NgramSpeculator:
+class Speculator:
+    """Drafts for a step's decoding requests (``_draft``, by subclass), their verification and counts."""
+
     NO_STATS = {
         "num_spec_drafted_tokens": 0,
         "num_spec_accepted_tokens": 0,
@@ -45,11 +54,8 @@ class NgramSpeculator:
         "num_spec_emitted_tokens": 0,
     }
 
-    def __init__(self, num_draft_tokens: int, ngram_min: int, ngram_max: int):
-        NgramIndex(ngram_min, ngram_max)  # checks the sizes once, at build time
+    def __init__(self, num_draft_tokens: int):
         self.num_draft_tokens = num_draft_tokens
-        self.ngram_min, self.ngram_max = ngram_min, ngram_max
-        self._indexes: dict[str, NgramIndex] = {}  # request id -> its n-gram index, while it runs
         # Since the engine started; acceptance = accepted / drafted, tokens per step = emitted / verifications.
         self.num_drafted_tokens = 0
         self.num_accepted_tokens = 0
@@ -59,9 +65,8 @@ class NgramSpeculator:
     def propose(self, batch: ScheduledBatch, scheduler: BatchScheduler) -> list[list[int]] | None:
         """Per scheduled request its draft ([] for none); None when no request got one."""
         budget = scheduler.chunked_prefill_size - batch.num_tokens
-        drafts: list[list[int]] = []
-        for request, num_new in zip(batch.requests, batch.num_new_tokens, strict=True):
-            draft: list[int] = []
+        wanted: list[tuple[int, Request, int]] = []  # (index in the batch, request, most tokens to draft)
+        for index, (request, num_new) in enumerate(zip(batch.requests, batch.num_new_tokens, strict=True)):
             is_decoding = num_new == 1 and request.num_computed_tokens == request.num_tokens - 1
             if budget > 0 and is_decoding and may_speculate(request):
                 # Every drafted token kept still leaves room for the target's own next one.
@@ -73,13 +78,21 @@ class NgramSpeculator:
                     scheduler.short_rope_room(request),
                 )
                 if limit > 0:
-                    draft = self._index_of(request).propose(request.token_ids, limit)
-                # Pages for the drafted positions, if free: a draft never preempts anyone.
-                if draft and not scheduler.reserve_pages(request, request.num_tokens + len(draft)):
-                    draft = []
-                budget -= len(draft)
-            drafts.append(draft)
+                    wanted.append((index, request, limit))
+                    budget -= limit
+        if not wanted:
+            return None
+        drafts: list[list[int]] = [[] for _ in batch.requests]
+        proposed = self._draft([(request, limit) for _, request, limit in wanted])
+        for (index, request, _), draft in zip(wanted, proposed, strict=True):
+            # Pages for the drafted positions, if free: a draft never preempts anyone.
+            if draft and scheduler.reserve_pages(request, request.num_tokens + len(draft)):
+                drafts[index] = draft
         return drafts if any(drafts) else None
+
+    def _draft(self, wanted: list[tuple[Request, int]]) -> list[list[int]]:
+        """Per (request, limit): at most limit tokens proposed after the request's tokens ([] for none)."""
+        raise NotImplementedError
 
     def verify(self, request: Request, logits: torch.Tensor, draft: list[int]) -> list[int]:
         """``logits`` (len(draft) + 1, V) of the request's verification rows -> the tokens to emit."""
@@ -88,12 +101,40 @@ class NgramSpeculator:
             emitted = accept_greedy(logits, draft)
         else:
             probs = filtered_logits(logits, [params] * logits.shape[0]).softmax(dim=-1)
-            emitted = accept_sampled(probs, draft, request.generator)
+            emitted = accept_sampled(probs, draft, request.generator, self._draft_probs(request, len(draft)))
         self.num_drafted_tokens += len(draft)
         self.num_accepted_tokens += len(emitted) - 1
         self.num_verifications += 1
         self.num_emitted_tokens += len(emitted)
         return emitted
+
+    def _draft_probs(self, request: Request, num_drafted: int) -> torch.Tensor | None:
+        """(num_drafted, V): the distributions the request's drafted tokens were drawn from; None: each was
+        certain (an n-gram draft, or a greedy one)."""
+        return None
+
+    def forget(self, request_id: str) -> None:
+        """The request ended: drop what was kept for it."""
+
+    def stats(self) -> dict[str, int]:
+        counts = (
+            self.num_drafted_tokens,
+            self.num_accepted_tokens,
+            self.num_verifications,
+            self.num_emitted_tokens,
+        )
+        return dict(zip(self.NO_STATS, counts, strict=True))
+
+
+class NgramSpeculator(Speculator):
+    def __init__(self, num_draft_tokens: int, ngram_min: int, ngram_max: int):
+        NgramIndex(ngram_min, ngram_max)  # checks the sizes once, at build time
+        super().__init__(num_draft_tokens)
+        self.ngram_min, self.ngram_max = ngram_min, ngram_max
+        self._indexes: dict[str, NgramIndex] = {}  # request id -> its n-gram index, while it runs
+
+    def _draft(self, wanted: list[tuple[Request, int]]) -> list[list[int]]:
+        return [self._index_of(request).propose(request.token_ids, limit) for request, limit in wanted]
 
     def forget(self, request_id: str) -> None:
         self._indexes.pop(request_id, None)
@@ -104,11 +145,18 @@ class NgramSpeculator:
             index = self._indexes[request.request_id] = NgramIndex(self.ngram_min, self.ngram_max)
         return index
 
-    def stats(self) -> dict[str, int]:
-        counts = (
-            self.num_drafted_tokens,
-            self.num_accepted_tokens,
-            self.num_verifications,
-            self.num_emitted_tokens,
+
+def build_speculator(config: EngineConfig, shape: ModelShape) -> Speculator | None:
+    """The speculator exec.speculative_method names (None for none); a draft model is loaded here."""
+    method = config.speculative_method
+    if method == "none":
+        return None
+    if method == "ngram":
+        return NgramSpeculator(
+            config.speculative_num_draft_tokens, config.speculative_ngram_min, config.speculative_ngram_max
         )
-        return dict(zip(self.NO_STATS, counts, strict=True))
+    if method == "draft_model":
+        from roles.scheduler.speculative.draft_model import DraftModelSpeculator
+
+        return DraftModelSpeculator(config, shape)
+    raise ValueError(f"speculative_method must be none, ngram or draft_model; got {method!r}")

@@ -1,5 +1,6 @@
 """Draft verification: greedy keeps the longest agreeing prefix; rejection sampling against a point-mass
-draft emits tokens distributed exactly as the target's (checked on frequencies over many seeded trials)."""
+draft, or a draft model's distribution, emits tokens distributed exactly as the target's (checked on
+frequencies over many seeded trials)."""
 
 import math
 
@@ -80,3 +81,24 @@ def test_sampled_verification_draws_from_the_requests_filtered_distribution():
     assert seen == {6, 7}
     assert speculator.stats()["num_spec_accepted_tokens"] == 0
     assert speculator.stats()["num_spec_drafted_tokens"] == 200
+
+
+def test_rejection_sampling_against_a_draft_distribution_emits_the_targets_and_keeps_what_q_and_p_share():
+    probs = torch.tensor([[0.10, 0.30, 0.20, 0.25, 0.15], [0.40, 0.10, 0.10, 0.10, 0.30]])
+    drawn_from = torch.tensor([[0.05, 0.10, 0.60, 0.05, 0.20]])  # the draft's q at row 0
+    generator = torch.Generator().manual_seed(2)
+    trials = 8000
+    first = torch.zeros(5, dtype=torch.int64)
+    kept = 0
+    for _ in range(trials):
+        drafted = int(torch.multinomial(drawn_from[0], 1, generator=generator))
+        emitted = accept_sampled(probs, [drafted], generator, drawn_from)
+        first[emitted[0]] += 1
+        kept += len(emitted) == 2
+    for token in range(5):
+        assert _within(int(first[token]), trials, float(probs[0, token])), first.tolist()
+    # A drafted x is kept with probability min(1, p(x) / q(x)): in all, the sum of min(p, q) = 0.6.
+    assert _within(kept, trials, float(torch.minimum(probs[0], drawn_from[0]).sum()))
+    for _ in range(100):  # q = p: every draft is kept
+        drafted = int(torch.multinomial(probs[0], 1, generator=generator))
+        assert accept_sampled(probs, [drafted], generator, probs[:1])[0] == drafted

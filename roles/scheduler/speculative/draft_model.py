@@ -1,0 +1,180 @@
+"""Drafting with a second, small model (exec.speculative_method: draft_model).
+
+The draft model (exec.speculative_draft_model, a model with the served model's tokenizer) runs beside the
+served one in the same process and weight format, with a paged KV cache of its own (memory.kv_cache_tokens
+tokens, no prefix reuse). Each request that may speculate has a shadow here: the pages of the draft's cache
+it holds, and how many of its tokens the draft has computed.
+
+A step's drafts come from a few forwards of the draft model over every drafting request at once:
+1. catch up: the tokens the draft has not computed yet (the whole prompt the first time, then what the
+   served model emitted since) as one chunk per request, with logits at its last token: the first drafted
+   token is its argmax. At most schedule.chunked_prefill_size tokens in all: a request whose catch-up does
+   not fit computes part of it and gets no draft this step;
+2. then one row per request and drafted token: the previous drafted token, the argmax its logits give.
+A request's drafted positions count as computed once the served model has kept their tokens (the next
+step compares); a rejected token's position is written again by the next catch-up. The draft is a point mass on its
+greedy tokens, so verification (verify.py) keeps sampled output distributed as the served model's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import torch
+
+from roles.protocol import SamplingFields
+from roles.scheduler.kernels import native
+from roles.scheduler.kv_cache.kv_groups import build_kv_groups, kv_cache_of
+from roles.scheduler.loading.from_file import load_model
+from roles.scheduler.models.block_linear import prepare_kernel_views
+from roles.scheduler.sampling.sampler import filtered_logits
+from roles.scheduler.sched.batch_scheduler import ScheduledBatch
+from roles.scheduler.sched.request import Request
+from roles.scheduler.sched.request_pages import RequestPages
+from roles.scheduler.sched.step_inputs import build_forward_batch
+from roles.scheduler.speculative.speculator import Speculator
+
+if TYPE_CHECKING:
+    from roles.model_files.model_shape import ModelShape
+    from roles.scheduler.engine.core import EngineConfig
+
+
+@dataclasses.dataclass
+class _Drafting:
+    """One request's drafting in a step: its shadow, the tokens its next forward computes (0: none) and
+    how many it may draft (0: it only catches up), the drafted tokens and, when sampled, their
+    distributions."""
+
+    request: Request
+    shadow: Request
+    count: int
+    limit: int
+    tokens: list[int] = dataclasses.field(default_factory=list)
+    probs: list[torch.Tensor] = dataclasses.field(default_factory=list)
+
+
+class DraftModelSpeculator(Speculator):
+    def __init__(self, config: EngineConfig, shape: ModelShape, model_and_shape: tuple | None = None):
+        """Loads config.speculative_draft_model in config.weight_dtype unless ``model_and_shape`` is given;
+        shape: the served model's (a drafted token must be one of its ids)."""
+        super().__init__(config.speculative_num_draft_tokens)
+        if model_and_shape is None:
+            if not config.speculative_draft_model:
+                raise ValueError(
+                    "speculative_method draft_model needs speculative_draft_model (a model path)"
+                )
+            model_and_shape = load_model(config.speculative_draft_model, weight_dtype=config.weight_dtype)
+        self.model, self.shape = model_and_shape
+        if isinstance(self.model, torch.nn.Module) and native.unavailable_reason() is None:
+            prepare_kernel_views(self.model)  # as the engine does for the served model
+        self.served_vocab_size = shape.vocab_size
+        self.vocab_size = min(shape.vocab_size, self.shape.vocab_size)  # ids both models have
+        groups = build_kv_groups(self.shape, dataclasses.replace(config, enable_prefix_cache=False))
+        self.kv_cache = kv_cache_of(groups)
+        self.pages = RequestPages(groups)
+        self.page_size = config.page_size
+        self.catch_up_budget = config.chunked_prefill_size
+        # A request alone must fit the draft's context and cache with its drafted positions.
+        cache_tokens = config.kv_cache_tokens // config.page_size * config.page_size
+        self.max_total_tokens = min(self.shape.context_length, cache_tokens)
+        self._shadows: dict[str, Request] = {}  # request id -> the draft's view of it, while it runs
+        # request id -> the positions its last drafting wrote in the draft's cache, drafted ones included
+        self._written: dict[str, int] = {}
+        # request id -> the distributions its sampled draft of this step was drawn from (verification's q)
+        self._drawn_from: dict[str, torch.Tensor] = {}
+
+    def _draft(self, wanted: list[tuple[Request, int]]) -> list[list[int]]:
+        self._drawn_from.clear()
+        taken: list[_Drafting] = []
+        budget = self.catch_up_budget
+        for request, limit in wanted:
+            limit = min(limit, self.max_total_tokens - request.num_tokens)
+            shadow = self._shadow_of(request)
+            self._count_kept(shadow, request)
+            missing = request.num_tokens - shadow.num_computed_tokens
+            if min(limit, missing, budget) < 1 or not self.pages.reserve(
+                shadow, request.num_tokens + limit - 1
+            ):
+                taken.append(_Drafting(request, shadow, 0, 0))
+                continue
+            shadow.token_ids = list(request.token_ids)
+            count = min(missing, budget)
+            budget -= count
+            taken.append(_Drafting(request, shadow, count, limit if count == missing else 0))
+        with torch.inference_mode():
+            self._forward([item for item in taken if item.count])
+            for round_ in range(1, max(item.limit for item in taken)):
+                active = [item for item in taken if item.limit > round_]
+                for item in active:
+                    item.shadow.token_ids.append(item.tokens[-1])
+                    item.count = 1
+                self._forward(active)
+        for item in taken:
+            if not item.count:
+                continue
+            # Drafted positions count once the served model has kept their tokens (next step, _count_kept).
+            self._written[item.request.request_id] = item.shadow.num_computed_tokens
+            item.shadow.num_computed_tokens = min(item.shadow.num_computed_tokens, item.request.num_tokens)
+            self.pages.advance(item.shadow)  # a windowed group's pages behind its window go back
+            if item.tokens and item.request.params.temperature > 0:
+                self._drawn_from[item.request.request_id] = torch.stack(item.probs)
+        return [item.tokens for item in taken]
+
+    def _count_kept(self, shadow: Request, request: Request) -> None:
+        """Count as computed the drafted positions whose tokens the served model kept: their K/V in the
+        draft's cache is that of the request's own tokens. The request's last token is always computed
+        again (its logits give the next draft)."""
+        written = self._written.pop(request.request_id, 0)
+        kept, tokens = shadow.num_computed_tokens, request.token_ids
+        end = min(written, len(tokens) - 1)
+        while kept < end and shadow.token_ids[kept] == tokens[kept]:
+            kept += 1
+        shadow.num_computed_tokens = kept
+
+    def _forward(self, items: list[_Drafting]) -> None:
+        """One forward of the draft model computing each item's ``count`` more tokens; the item's next
+        drafted token from its last row, over the ids both models have (its argmax, or for a sampled request
+        a draw from the request's distribution over the draft's logits), unless the item only catches up."""
+        if not items:
+            return
+        batch = ScheduledBatch([item.shadow for item in items], [item.count for item in items])
+        logits = self.model.forward(build_forward_batch(batch, self.page_size), self.kv_cache)
+        logits = logits[:, : self.vocab_size]  # only ids the served model has are ever drafted
+        for item in items:
+            item.shadow.num_computed_tokens += item.count
+        greedy = logits.argmax(dim=-1).tolist()
+        drafting = [i for i, item in enumerate(items) if item.limit]
+        sampled = [i for i in drafting if items[i].request.params.temperature > 0]
+        if sampled:
+            params = [items[i].request.params for i in sampled]
+            probs = filtered_logits(logits[sampled], params).softmax(dim=-1)
+            for row, i in enumerate(sampled):
+                greedy[i] = int(torch.multinomial(probs[row], 1, generator=items[i].request.generator))
+                items[i].probs.append(self._over_served_vocab(probs[row]))
+        for i in drafting:
+            items[i].tokens.append(greedy[i])
+
+    def _over_served_vocab(self, probs: torch.Tensor) -> torch.Tensor:
+        """A draft distribution as a row over the served model's ids (0 past the draft's)."""
+        if probs.shape[0] == self.served_vocab_size:
+            return probs
+        return torch.nn.functional.pad(probs, (0, self.served_vocab_size - probs.shape[0]))
+
+    def _draft_probs(self, request: Request, num_drafted: int) -> torch.Tensor | None:
+        drawn = self._drawn_from.pop(request.request_id, None)
+        return None if drawn is None else drawn[:num_drafted]
+
+    def _shadow_of(self, request: Request) -> Request:
+        shadow = self._shadows.get(request.request_id)
+        if shadow is None:
+            shadow = Request(request.request_id, request.token_ids, SamplingFields(temperature=0))
+            shadow.page_ids = [[] for _ in self.pages.groups]
+            self._shadows[request.request_id] = shadow
+        return shadow
+
+    def forget(self, request_id: str) -> None:
+        self._written.pop(request_id, None)
+        shadow = self._shadows.pop(request_id, None)
+        if shadow is not None:
+            self.pages.release(shadow)
