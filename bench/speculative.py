@@ -1,11 +1,14 @@
-"""Speculative decoding (exec.speculative_method: ngram) at one request at a time, in process on the default
-model: an edit whose answer quotes its prompt, where drafts are kept, beside random ids.
+"""Speculative decoding (exec.speculative_method: ngram, or draft_model with --draft-model) at one request at
+a time, in process on the default model or --model: an edit whose answer quotes its prompt, where drafts are
+kept, beside random ids.
 
     .venv/bin/python bench/speculative.py [--draft-tokens 1 2 3 4 6] [--max-tokens 128] [--repeats 3]
+    .venv/bin/python bench/speculative.py --model smol-f16.gguf --draft-model smollm2 [--tasks edit]
 
 For each task: generation with speculation off, then on with each --draft-tokens k; the best of
 --repeats runs of tokens per second (first token to last), the kept share of drafted tokens, tokens per
-verification step, tokens per engine step, and the ratio to off. Greedy output must be the same tokens
+verification step, tokens per engine step, and the ratio to off. With --forwards, one more run with every
+forward of the served and the draft model timed: the median ms by number of rows, where a step's time goes. Greedy output must be the same tokens
 with and without speculation: the run stops with an error if it is not.
 
 Greedy decoding of random ids soon loops on this model (and the loop is drafted and kept), so random ids
@@ -27,6 +30,7 @@ from roles.protocol import SamplingFields  # noqa: E402
 from roles.scheduler.engine.core import Engine  # noqa: E402
 from roles.scheduler.engine.settings import engine_config  # noqa: E402
 from roles.scheduler.loading.from_file import load_model  # noqa: E402
+from roles.scheduler.speculative.draft_model import DraftModelSpeculator  # noqa: E402
 from roles.tokenizer.text_tokenizer import load_text_tokenizer  # noqa: E402
 
 PARAGRAPH = (
@@ -58,21 +62,65 @@ def run(engine: Engine, prompt: list[int], params: SamplingFields) -> tuple[list
     return tokens, time.perf_counter() - started, num_steps
 
 
-def measure(model_and_shape, prompt, params, k: int, args) -> tuple[list[int], float, dict, int]:
-    method = "ngram" if k else "none"
+class ForwardTimes:
+    """Every forward of a model, timed and filed under its rows: (who, rows) -> seconds of each call."""
+
+    def __init__(self):
+        self.seconds: dict[tuple[str, int], list[float]] = {}
+
+    def watch(self, model, who: str) -> None:
+        forward = model.forward
+
+        def timed(batch, kv):
+            started = time.perf_counter()
+            logits = forward(batch, kv)
+            key = (who, int(batch.input_ids.shape[0]))
+            self.seconds.setdefault(key, []).append(time.perf_counter() - started)
+            return logits
+
+        model.forward = timed
+
+    def summary(self) -> str:
+        """Median ms of each model's forwards by rows, the commonest first; a prefill's one call left out."""
+        parts = []
+        for (who, rows), seconds in sorted(self.seconds.items(), key=lambda item: -len(item[1])):
+            if len(seconds) > 1:
+                parts.append(
+                    f"{who} {rows} row{'s' if rows > 1 else ''} {1e3 * sorted(seconds)[len(seconds) // 2]:.2f} ms"
+                )
+        return ", ".join(parts)
+
+
+def measure(
+    model_and_shape, prompt, params, k: int, args, draft=None
+) -> tuple[list[int], float, dict, int, str]:
+    """draft: the draft model's (model, shape), loaded once: drafting by it instead of n-grams."""
+    method = ("draft_model" if draft is not None else "ngram") if k else "none"
     config = engine_config(
+        model_path=args.model,
         kv_cache_tokens=8192,
         threads=args.threads,
         speculative_method=method,
         speculative_num_draft_tokens=max(k, 1),
+        speculative_draft_model=args.draft_model or "",
     )
     engine = Engine(config, model_and_shape)
+    if method == "draft_model":
+        engine.speculator = DraftModelSpeculator(config, engine.shape, draft)
     run(engine, prompt[:8], SamplingFields(temperature=0, max_tokens=4))  # warm-up
     best, tokens, num_steps = float("inf"), None, 0
     for _ in range(args.repeats):
         tokens, seconds, num_steps = run(engine, prompt, params)
         best = min(best, seconds)
-    return tokens, (len(tokens) - 1) / best, engine.stats(), num_steps
+    times = ForwardTimes()  # one more run with every forward timed (the instance's forward, then undone)
+    times.watch(engine.model, "served")
+    if method == "draft_model":
+        times.watch(engine.speculator.model, "draft")
+    run(engine, prompt, params)
+    del engine.model.forward
+    if method == "draft_model":
+        del engine.speculator.model.forward
+    return tokens, (len(tokens) - 1) / best, engine.stats(), num_steps, times.summary()
 
 
 def main() -> None:
@@ -84,15 +132,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--model", default="smollm2", help="the served model (alias, GGUF file or folder)")
+    parser.add_argument(
+        "--draft-model", default=None, help="draft with this model (same tokenizer) instead of n-grams"
+    )
+    parser.add_argument(
+        "--forwards", action="store_true", help="also the median time of each model's forwards, by rows"
+    )
     args = parser.parse_args()
 
-    tokenizer = load_text_tokenizer("smollm2")
+    tokenizer = load_text_tokenizer(args.model)
     edit = tokenizer.encode(
         tokenizer.apply_chat_template([{"role": "user", "content": EDIT}]), add_special_tokens=False
     )
     rng = random.Random(0)
     random_ids = [rng.randrange(100, 40000) for _ in range(len(edit))]
-    model_and_shape = load_model("smollm2", weight_dtype="auto")
+    model_and_shape = load_model(args.model, weight_dtype="auto")
+    draft = load_model(args.draft_model, weight_dtype="auto") if args.draft_model else None
+    print(f"served {args.model}, drafting by {args.draft_model or 'n-grams (prompt lookup)'}")
     print(
         f"{'task':<14} {'k':>3} {'tok/s':>8} {'accepted':>9} {'tok/verify':>11} {'tok/step':>9} {'vs off':>8}"
     )
@@ -105,12 +162,16 @@ def main() -> None:
     }
     for task in args.tasks:
         prompt, params = prompts[task]
-        reference, off_rate, _, _ = measure(model_and_shape, prompt, params, 0, args)
+        reference, off_rate, _, _, forwards = measure(model_and_shape, prompt, params, 0, args, draft)
         print(f"{task:<14} {'off':>3} {off_rate:8.1f} {'':>9} {'':>11} {1:9.2f} {1:8.3f}")
+        if args.forwards:
+            print(f"  forwards: {forwards}")
         if task == "edit":
             print(f"  output: {tokenizer.decode(reference)[:160]!r}...")
         for k in args.draft_tokens:
-            tokens, rate, stats, num_steps = measure(model_and_shape, prompt, params, k, args)
+            tokens, rate, stats, num_steps, forwards = measure(
+                model_and_shape, prompt, params, k, args, draft
+            )
             if params.temperature == 0 and tokens != reference:
                 raise RuntimeError(f"{task}, k={k}: greedy output differs with speculation")
             drafted = stats["num_spec_drafted_tokens"]
@@ -121,6 +182,8 @@ def main() -> None:
                 f"{task:<14} {k:3d} {rate:8.1f} {accepted:9.1%} {per_verify:11.2f} {per_step:9.2f} "
                 f"{rate / off_rate:8.3f}"
             )
+            if args.forwards:
+                print(f"  forwards: {forwards}")
 
 
 if __name__ == "__main__":
