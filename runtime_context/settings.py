@@ -293,7 +293,8 @@ _declare(
     "none",
     "Speculative decoding: none, ngram (prompt lookup: a decoding request's last n tokens are looked up "
     "earlier in its prompt + output and the tokens that followed are proposed) or draft_model (a second, "
-    "smaller model with the same tokenizer, exec.speculative_draft_model, proposes its greedy tokens); the "
+    "smaller model with the same tokenizer, exec.speculative_draft_model, proposes the tokens it would pick or "
+    "draw); the "
     "model checks them all in one step. Greedy output is token-identical either way, sampled output keeps "
     "its distribution; requests with penalties, logprobs or structured output decode one token per step.",
     choices=("none", "ngram", "draft_model"),
@@ -305,7 +306,8 @@ _declare(
     "",
     "The draft model of speculative_method draft_model: a path or alias as model.path takes (GGUF file or "
     "Hugging Face folder) whose tokenizer has the served model's tokens, run in exec.weight_dtype beside it "
-    "with a KV cache of memory.kv_cache_tokens tokens of its own.",
+    "with a KV cache of memory.kv_cache_tokens tokens of its own (its weights and that cache come on top of "
+    "memory.kv_cache_memory_mb).",
 )
 _declare(
     "exec",

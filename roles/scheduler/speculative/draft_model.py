@@ -7,13 +7,17 @@ it holds, and how many of its tokens the draft has computed.
 
 A step's drafts come from a few forwards of the draft model over every drafting request at once:
 1. catch up: the tokens the draft has not computed yet (the whole prompt the first time, then what the
-   served model emitted since) as one chunk per request, with logits at its last token: the first drafted
-   token is its argmax. At most schedule.chunked_prefill_size tokens in all: a request whose catch-up does
+   served model emitted since) as one chunk per request, with logits at its last token, which give the
+   first drafted token. At most schedule.chunked_prefill_size tokens in all: a request whose catch-up does
    not fit computes part of it and gets no draft this step;
-2. then one row per request and drafted token: the previous drafted token, the argmax its logits give.
-A request's drafted positions count as computed once the served model has kept their tokens (the next
-step compares); a rejected token's position is written again by the next catch-up. The draft is a point mass on its
-greedy tokens, so verification (verify.py) keeps sampled output distributed as the served model's.
+2. then one row per request and drafted token: the previous drafted token in, the next one out.
+A drafted token is the draft's argmax for a greedy request, and for a sampled one a draw from the draft's
+distribution under the request's own sampling (its q, which verification (verify.py) weighs against the
+served model's p, so sampled output keeps the served model's distribution). A request's drafted positions
+count as computed once the served model has kept their tokens (the next step compares); a rejected token's
+position is written again by the next catch-up. When pages are short, those of requests not drafting this
+step go back first; a request holding an id the draft model has no row for (a served vocabulary padded
+further) is not drafted for.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ class _Drafting:
 
 
 class DraftModelSpeculator(Speculator):
+    DRAFTS_ALONE = False  # one forward drafts for every request
+
     def __init__(self, config: EngineConfig, shape: ModelShape, model_and_shape: tuple | None = None):
         """Loads config.speculative_draft_model in config.weight_dtype unless ``model_and_shape`` is given;
         shape: the served model's (a drafted token must be one of its ids)."""
@@ -81,6 +87,7 @@ class DraftModelSpeculator(Speculator):
         self._shadows: dict[str, Request] = {}  # request id -> the draft's view of it, while it runs
         # request id -> the positions its last drafting wrote in the draft's cache, drafted ones included
         self._written: dict[str, int] = {}
+        self._never: set[str] = set()  # requests holding an id the draft model has no row for
         # request id -> the distributions its sampled draft of this step was drawn from (verification's q)
         self._drawn_from: dict[str, torch.Tensor] = {}
 
@@ -88,20 +95,30 @@ class DraftModelSpeculator(Speculator):
         self._drawn_from.clear()
         taken: list[_Drafting] = []
         budget = self.catch_up_budget
+        drafting = {request.request_id for request, _ in wanted}
         for request, limit in wanted:
+            taken.append(_Drafting(request, None, 0, 0))  # no draft, unless it gets one below
             limit = min(limit, self.max_total_tokens - request.num_tokens)
+            if limit < 1 or request.request_id in self._never:
+                self._drop(request.request_id)  # past the draft's context or cache: never again
+                continue
             shadow = self._shadow_of(request)
             self._count_kept(shadow, request)
-            missing = request.num_tokens - shadow.num_computed_tokens
-            if min(limit, missing, budget) < 1 or not self.pages.reserve(
-                shadow, request.num_tokens + limit - 1
-            ):
-                taken.append(_Drafting(request, shadow, 0, 0))
+            new_tokens = request.token_ids[shadow.num_computed_tokens :]
+            if max(new_tokens) >= self.shape.vocab_size:  # an id the draft model has no row for
+                self._never.add(request.request_id)
+                self._drop(request.request_id)
+                continue
+            count = min(len(new_tokens), budget)
+            limit = limit if count == len(new_tokens) else 0  # 0: only catches up this step
+            if count < 1:
+                continue
+            # Pages for the positions this step writes: the catch-up's, then the drafted tokens' but the last.
+            if not self._reserve(shadow, shadow.num_computed_tokens + count + max(limit - 1, 0), drafting):
                 continue
             shadow.token_ids = list(request.token_ids)
-            count = min(missing, budget)
             budget -= count
-            taken.append(_Drafting(request, shadow, count, limit if count == missing else 0))
+            taken[-1] = _Drafting(request, shadow, count, limit)
         with torch.inference_mode():
             self._forward([item for item in taken if item.count])
             for round_ in range(1, max(item.limit for item in taken)):
@@ -121,13 +138,26 @@ class DraftModelSpeculator(Speculator):
                 self._drawn_from[item.request.request_id] = torch.stack(item.probs)
         return [item.tokens for item in taken]
 
+    def _reserve(self, shadow: Request, num_tokens: int, drafting: set[str]) -> bool:
+        """Pages of the draft's cache for the shadow up to num_tokens; when they are short, those of
+        requests not drafting this step (waiting, preempted, or decoding one token at a time) go back first,
+        their shadows to catch up again from the start when they next draft."""
+        idle = [request_id for request_id in self._shadows if request_id not in drafting]
+        while not self.pages.reserve(shadow, num_tokens):
+            if not idle:
+                return False
+            self._drop(idle.pop(0))
+        return True
+
     def _count_kept(self, shadow: Request, request: Request) -> None:
         """Count as computed the drafted positions whose tokens the served model kept: their K/V in the
         draft's cache is that of the request's own tokens. The request's last token is always computed
         again (its logits give the next draft)."""
         written = self._written.pop(request.request_id, 0)
-        kept, tokens = shadow.num_computed_tokens, request.token_ids
-        end = min(written, len(tokens) - 1)
+        tokens = request.token_ids
+        end = len(tokens) - 1  # even when the request has not moved since its last draft (a step retried)
+        kept = min(shadow.num_computed_tokens, end)
+        end = min(written, end)
         while kept < end and shadow.token_ids[kept] == tokens[kept]:
             kept += 1
         shadow.num_computed_tokens = kept
@@ -174,6 +204,11 @@ class DraftModelSpeculator(Speculator):
         return shadow
 
     def forget(self, request_id: str) -> None:
+        self._never.discard(request_id)
+        self._drop(request_id)
+
+    def _drop(self, request_id: str) -> None:
+        """The request's shadow and its pages in the draft's cache go (it catches up anew if it drafts)."""
         self._written.pop(request_id, None)
         shadow = self._shadows.pop(request_id, None)
         if shadow is not None:

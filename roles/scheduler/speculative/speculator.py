@@ -62,9 +62,14 @@ class Speculator:
         self.num_verifications = 0
         self.num_emitted_tokens = 0
 
+    # True: a request's draft is known as soon as it is asked for (n-grams), so the step's budget pays what
+    # was drafted; False: every drafting request's is made together (a draft model), each paying its limit.
+    DRAFTS_ALONE = True
+
     def propose(self, batch: ScheduledBatch, scheduler: BatchScheduler) -> list[list[int]] | None:
         """Per scheduled request its draft ([] for none); None when no request got one."""
         budget = scheduler.chunked_prefill_size - batch.num_tokens
+        drafts: list[list[int]] = [[] for _ in batch.requests]
         wanted: list[tuple[int, Request, int]] = []  # (index in the batch, request, most tokens to draft)
         for index, (request, num_new) in enumerate(zip(batch.requests, batch.num_new_tokens, strict=True)):
             is_decoding = num_new == 1 and request.num_computed_tokens == request.num_tokens - 1
@@ -77,18 +82,26 @@ class Speculator:
                     request.max_total_tokens - request.num_tokens - 1,
                     scheduler.short_rope_room(request),
                 )
-                if limit > 0:
+                if limit > 0 and self.DRAFTS_ALONE:
+                    (draft,) = self._draft([(request, limit)])
+                    budget -= self._keep(drafts, index, request, draft, scheduler)
+                elif limit > 0:
                     wanted.append((index, request, limit))
                     budget -= limit
-        if not wanted:
-            return None
-        drafts: list[list[int]] = [[] for _ in batch.requests]
-        proposed = self._draft([(request, limit) for _, request, limit in wanted])
-        for (index, request, _), draft in zip(wanted, proposed, strict=True):
-            # Pages for the drafted positions, if free: a draft never preempts anyone.
-            if draft and scheduler.reserve_pages(request, request.num_tokens + len(draft)):
-                drafts[index] = draft
+        if wanted:
+            proposed = self._draft([(request, limit) for _, request, limit in wanted])
+            for (index, request, _), draft in zip(wanted, proposed, strict=True):
+                self._keep(drafts, index, request, draft, scheduler)
         return drafts if any(drafts) else None
+
+    @staticmethod
+    def _keep(drafts: list[list[int]], index: int, request: Request, draft: list[int], scheduler) -> int:
+        """Give the request its draft if pages for the drafted positions are free (a draft never preempts
+        anyone); the tokens it got."""
+        if draft and scheduler.reserve_pages(request, request.num_tokens + len(draft)):
+            drafts[index] = draft
+            return len(draft)
+        return 0
 
     def _draft(self, wanted: list[tuple[Request, int]]) -> list[list[int]]:
         """Per (request, limit): at most limit tokens proposed after the request's tokens ([] for none)."""

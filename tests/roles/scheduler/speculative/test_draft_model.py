@@ -10,6 +10,8 @@ from roles.protocol import SamplingFields
 from roles.scheduler.engine.core import Engine
 from roles.scheduler.engine.settings import engine_config
 from roles.scheduler.loading.from_file import load_model
+from roles.scheduler.sched.request import Request
+from roles.scheduler.speculative.draft_model import DraftModelSpeculator
 from tests.family_checkpoints import write_family_checkpoint
 from tests.tiny_checkpoint import write_tiny_llama
 
@@ -23,7 +25,11 @@ def draft_settings(draft: str, **more) -> dict:
 
 
 def draft_pages_used(engine: Engine) -> int:
-    return sum(group.cache.num_used_pages for group in engine.speculator.pages.groups)
+    return draft_pages_used_by(engine.speculator)
+
+
+def draft_pages_used_by(speculator: DraftModelSpeculator) -> int:
+    return sum(group.cache.num_used_pages for group in speculator.pages.groups)
 
 
 def record_draft_steps(engine: Engine) -> list[list[int]]:
@@ -151,3 +157,52 @@ def test_draft_model_without_a_path_is_refused_in_process(checkpoints):
     served, _ = checkpoints
     with pytest.raises(ValueError, match="needs speculative_draft_model"):
         Engine(engine_config(model_path=served, kv_cache_tokens=256, **draft_settings("")))
+
+
+def test_a_served_vocabulary_padded_past_the_drafts_is_never_fed_to_the_draft(tmp_path):
+    """The served model has 384 embedding rows, the draft (same tokenizer) 320: a request holding id 350
+    is not drafted for, the others are, and output is the plain one."""
+    served = str(write_tiny_llama(tmp_path / "served", vocab_size=384))
+    draft = str(write_tiny_llama(tmp_path / "draft", seed=2))
+    settings = dict(model_path=served, kv_cache_tokens=1024, page_size=8)
+    padded, plain_ids = [5, 6, 350, 7] * 3, [5, 6, 300, 7] * 3
+    for weight_dtype in ("exact", "auto"):
+        plain = Engine(engine_config(**settings, weight_dtype=weight_dtype)).generate([padded], greedy(12))
+        engine = Engine(engine_config(**settings, weight_dtype=weight_dtype, **draft_settings(draft)))
+        assert engine.generate([padded], greedy(12)) == plain
+        assert engine.stats()["num_spec_drafted_tokens"] == 0
+        engine.generate([plain_ids], greedy(12))
+        assert engine.stats()["num_spec_drafted_tokens"] > 0
+        assert draft_pages_used(engine) == 0
+
+
+def test_a_windowed_draft_catches_up_a_prompt_longer_than_its_pools_over_several_steps(tmp_path):
+    """Gemma 3's windowed pools hold about a window and a step's chunk per request: each step reserves
+    only what it writes, so a 100-token prompt (16 a step) catches up and drafts."""
+    folder = str(write_family_checkpoint("gemma3", tmp_path / "gemma3"))
+    prompt = [11, 12, 13, 14, 15, 16, 17, 18, 19, 20] * 10
+    settings = dict(model_path=folder, kv_cache_tokens=1024, page_size=4, max_running_requests=4)
+    settings.update(chunked_prefill_size=16)
+    plain = Engine(engine_config(**settings)).generate([prompt], greedy(24))
+    engine = Engine(engine_config(**settings, **draft_settings(folder)))
+    assert engine.generate([prompt], greedy(24)) == plain
+    stats = engine.stats()
+    assert stats["num_spec_accepted_tokens"] == stats["num_spec_drafted_tokens"] > 0
+
+
+def test_when_the_drafts_pool_is_short_idle_requests_give_their_pages_back(checkpoints):
+    """A draft cache of 4 pages of 8 tokens: a 20-token request's drafting holds 3. Another request drafting
+    alone in a later step (the first one waiting, preempted or decoding a token at a time) takes them."""
+    served, _ = checkpoints
+    config = engine_config(model_path=served, kv_cache_tokens=32, page_size=8, **draft_settings(served))
+    model_and_shape = load_model(served, weight_dtype="exact")
+    speculator = DraftModelSpeculator(config, model_and_shape[1], model_and_shape)
+    first, second = (Request(name, prompts()[2][:20], greedy(8)) for name in ("first", "second"))
+    assert len(speculator._draft([(first, 3)])[0]) == 3
+    assert draft_pages_used_by(speculator) == 3
+    assert len(speculator._draft([(second, 3)])[0]) == 3
+    assert set(speculator._shadows) == {"second"} and draft_pages_used_by(speculator) == 3
+    # Both drafting in one step: the second keeps its pages, the first finds none and gets no draft.
+    assert [len(draft) for draft in speculator._draft([(second, 3), (first, 3)])] == [3, 0]
+    speculator.forget("second")
+    assert draft_pages_used_by(speculator) == 0
