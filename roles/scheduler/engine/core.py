@@ -30,7 +30,8 @@ from roles.scheduler.sched.batch_scheduler import BatchScheduler
 from roles.scheduler.sched.forward_batch import ForwardBatch
 from roles.scheduler.sched.request import Request
 from roles.scheduler.sched.step_inputs import build_forward_batch
-from roles.scheduler.speculative.speculator import Speculator, build_speculator, first_logit_rows
+from roles.scheduler.speculative.choice import build_speculator
+from roles.scheduler.speculative.speculator import Speculator, first_logit_rows
 
 if TYPE_CHECKING:
     from roles.scheduler.moe.shard_view import ShardFor

@@ -23,10 +23,10 @@ further) is not drafted for.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import torch
 
+from roles.model_files.model_shape import ModelShape
 from roles.protocol import SamplingFields
 from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache.kv_groups import build_kv_groups, kv_cache_of
@@ -38,10 +38,6 @@ from roles.scheduler.sched.request import Request
 from roles.scheduler.sched.request_pages import RequestPages
 from roles.scheduler.sched.step_inputs import build_forward_batch
 from roles.scheduler.speculative.speculator import Speculator
-
-if TYPE_CHECKING:
-    from roles.model_files.model_shape import ModelShape
-    from roles.scheduler.engine.core import EngineConfig
 
 
 @dataclasses.dataclass
@@ -61,9 +57,9 @@ class _Drafting:
 class DraftModelSpeculator(Speculator):
     DRAFTS_ALONE = False  # one forward drafts for every request
 
-    def __init__(self, config: EngineConfig, shape: ModelShape, model_and_shape: tuple | None = None):
-        """Loads config.speculative_draft_model in config.weight_dtype unless ``model_and_shape`` is given;
-        shape: the served model's (a drafted token must be one of its ids)."""
+    def __init__(self, config, shape: ModelShape, model_and_shape: tuple | None = None):
+        """config: an EngineConfig; its speculative_draft_model is loaded in its weight_dtype unless
+        ``model_and_shape`` is given. shape: the served model's (a drafted token must be one of its ids)."""
         super().__init__(config.speculative_num_draft_tokens)
         if model_and_shape is None:
             if not config.speculative_draft_model:

@@ -15,8 +15,6 @@ Requests with penalties, logprobs or structured output decode one token per step
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 from roles.scheduler.sampling.sampler import filtered_logits
@@ -24,10 +22,6 @@ from roles.scheduler.sched.batch_scheduler import BatchScheduler, ScheduledBatch
 from roles.scheduler.sched.request import Request
 from roles.scheduler.speculative.ngram_drafter import NgramIndex
 from roles.scheduler.speculative.verify import accept_greedy, accept_sampled
-
-if TYPE_CHECKING:
-    from roles.model_files.model_shape import ModelShape
-    from roles.scheduler.engine.core import EngineConfig
 
 
 def may_speculate(request: Request) -> bool:
@@ -157,19 +151,3 @@ class NgramSpeculator(Speculator):
         if index is None:
             index = self._indexes[request.request_id] = NgramIndex(self.ngram_min, self.ngram_max)
         return index
-
-
-def build_speculator(config: EngineConfig, shape: ModelShape) -> Speculator | None:
-    """The speculator exec.speculative_method names (None for none); a draft model is loaded here."""
-    method = config.speculative_method
-    if method == "none":
-        return None
-    if method == "ngram":
-        return NgramSpeculator(
-            config.speculative_num_draft_tokens, config.speculative_ngram_min, config.speculative_ngram_max
-        )
-    if method == "draft_model":
-        from roles.scheduler.speculative.draft_model import DraftModelSpeculator
-
-        return DraftModelSpeculator(config, shape)
-    raise ValueError(f"speculative_method must be none, ngram or draft_model; got {method!r}")
