@@ -112,7 +112,9 @@ class DraftModelSpeculator(Speculator):
             # Pages for the positions this step writes: the catch-up's, then the drafted tokens' but the last.
             if not self._reserve(shadow, shadow.num_computed_tokens + count + max(limit - 1, 0), drafting):
                 continue
-            shadow.token_ids = list(request.token_ids)
+            # Its computed tokens are the request's own: only the ones after them change (no copy of the whole).
+            del shadow.token_ids[shadow.num_computed_tokens :]
+            shadow.token_ids.extend(new_tokens)
             budget -= count
             taken[-1] = _Drafting(request, shadow, count, limit)
         with torch.inference_mode():
