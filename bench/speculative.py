@@ -8,8 +8,8 @@ kept, beside random ids.
 For each task: generation with speculation off, then on with each --draft-tokens k; the best of
 --repeats runs of tokens per second (first token to last), the kept share of drafted tokens, tokens per
 verification step, tokens per engine step, and the ratio to off. With --forwards, one more run with every
-forward of the served and the draft model timed: the median ms by number of rows, where a step's time goes. Greedy output must be the same tokens
-with and without speculation: the run stops with an error if it is not.
+forward of the served and the draft model timed: the median ms by number of rows, where a step's time goes.
+Greedy output must be the same tokens with and without speculation: the run stops with an error if it is not.
 
 Greedy decoding of random ids soon loops on this model (and the loop is drafted and kept), so random ids
 are also sampled (temperature 1, seeded): an answer that never repeats, where drafts are rarely found,
@@ -19,6 +19,7 @@ which shows what speculation costs when it cannot help.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import random
 import sys
@@ -104,9 +105,11 @@ def measure(
         speculative_num_draft_tokens=max(k, 1),
         speculative_draft_model=args.draft_model or "",
     )
-    engine = Engine(config, model_and_shape)
-    if method == "draft_model":
+    if method == "draft_model":  # the engine would load the draft again: it gets the one loaded in main
+        engine = Engine(dataclasses.replace(config, speculative_method="none"), model_and_shape)
         engine.speculator = DraftModelSpeculator(config, engine.shape, draft)
+    else:
+        engine = Engine(config, model_and_shape)
     run(engine, prompt[:8], SamplingFields(temperature=0, max_tokens=4))  # warm-up
     best, tokens, num_steps = float("inf"), None, 0
     for _ in range(args.repeats):
