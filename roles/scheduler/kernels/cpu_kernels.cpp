@@ -9,8 +9,9 @@
 //
 // The decode step exists because at a few rows per step the model's arithmetic takes a few milliseconds
 // while dispatching ~40 torch ops per layer from Python takes as long again; here a step is one call and
-// one OpenMP parallel region whose threads split every linear by output rows and attention by
-// (sequence, KV head). OpenMP is libgomp, the runtime torch itself loads, so both share one thread pool.
+// one OpenMP parallel region whose threads split every linear by output rows and attention by sequence
+// (by (sequence, KV head) when there are few). OpenMP is libgomp, the runtime torch itself loads, so both
+// share one thread pool.
 #include <omp.h>
 
 #include <algorithm>
@@ -142,13 +143,34 @@ inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
     return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
 
+// Rows [t, t + count) of the rows from `first` (row_stride apart, `rows` of them; first null: none), their
+// elements [begin, end), asked into the cache: the next page's rows while this page's are read, so they come
+// from memory before they are read instead of a cache miss each (the pages of a sequence lie anywhere, so
+// no hardware prefetcher can guess them; measured: 1.45x over a 30-layer cache of 32 sequences).
+template <typename KV>
+struct rows_ahead {
+    const KV* first;
+    int64_t rows, row_stride;
+
+    // Inlined always: GCC counts a function that only prefetches as one without effects and drops its calls.
+    [[gnu::always_inline]] void fetch(int64_t t, int64_t count, int64_t begin, int64_t end) const {
+        if (first == nullptr) return;
+        for (int64_t r = t; r < std::min(t + count, rows); ++r) {
+            const char* row = reinterpret_cast<const char*>(first + r * row_stride);
+            for (int64_t offset = begin * int64_t(sizeof(KV)); offset < end * int64_t(sizeof(KV)); offset += 64)
+                _mm_prefetch(row + offset, _MM_HINT_T0);
+        }
+    }
+};
+
 // scores[g * stride + t] = scale * q_g . key_t for GB query heads (q: head_dim apart) and n keys (row_stride
 // apart), d % 8 == 0. Four keys at a time, each loaded once for the GB heads, their sums reduced together.
 template <typename KV, int GB>
 void score_keys(const float* q, int64_t d, const KV* keys, int64_t row_stride, int64_t n, float scale,
-                float* scores, int64_t stride) {
+                float* scores, int64_t stride, const rows_ahead<KV>& ahead) {
     int64_t t = 0;
     for (; t + 4 <= n; t += 4) {
+        ahead.fetch(t, 4, 0, d);
         __m256 acc[GB][4];
         for (int g = 0; g < GB; ++g)
             for (int j = 0; j < 4; ++j) acc[g][j] = _mm256_setzero_ps();
@@ -172,12 +194,13 @@ void score_keys(const float* q, int64_t d, const KV* keys, int64_t row_stride, i
 // `column`: the accumulators stay in registers while each value row is loaded once for the GB heads.
 template <typename KV, int GB, int CB>
 void weigh_values(const float* p, int64_t stride, const KV* values, int64_t row_stride, int64_t n, int64_t column,
-                  float* out, int64_t d, bool accumulate) {
+                  float* out, int64_t d, bool accumulate, const rows_ahead<KV>& ahead) {
     __m256 acc[GB][CB];
     for (int g = 0; g < GB; ++g)
         for (int c = 0; c < CB; ++c)
             acc[g][c] = accumulate ? _mm256_loadu_ps(out + g * d + column + 8 * c) : _mm256_setzero_ps();
     for (int64_t t = 0; t < n; ++t) {
+        ahead.fetch(t, 1, column, column + 8 * CB);
         __m256 weight[GB];
         for (int g = 0; g < GB; ++g) weight[g] = _mm256_set1_ps(p[g * stride + t]);
         for (int c = 0; c < CB; ++c) {
@@ -188,44 +211,6 @@ void weigh_values(const float* p, int64_t stride, const KV* values, int64_t row_
     for (int g = 0; g < GB; ++g)
         for (int c = 0; c < CB; ++c) _mm256_storeu_ps(out + g * d + column + 8 * c, acc[g][c]);
 }
-
-// GB heads of one KV head over positions [t0, t1), page by page (one table lookup per page, consecutive rows
-// within it): their scores, then, once softmax has turned them into weights, the weighted values.
-template <typename KV, int GB>
-struct head_block {
-    const int64_t* table;
-    int64_t page, row_stride, d;
-
-    const KV* rows_at(const KV* head, int64_t position) const {
-        return head + (table[position / page] * page + position % page) * row_stride;
-    }
-
-    void scores(const float* q, const KV* k_head, int64_t t0, int64_t t1, float scale, float* scores,
-                int64_t stride) const {
-        for (int64_t start = t0; start < t1;) {
-            const int64_t rows = std::min(page - start % page, t1 - start);
-            score_keys<KV, GB>(q, d, rows_at(k_head, start), row_stride, rows, scale, scores + start, stride);
-            start += rows;
-        }
-    }
-
-    void values(const float* p, int64_t stride, const KV* v_head, int64_t t0, int64_t t1, float* out) const {
-        int64_t column = 0;
-        for (; column + 32 <= d; column += 32) one_width<4>(p, stride, v_head, t0, t1, column, out);
-        for (; column < d; column += 8) one_width<1>(p, stride, v_head, t0, t1, column, out);
-    }
-
-    template <int CB>
-    void one_width(const float* p, int64_t stride, const KV* v_head, int64_t t0, int64_t t1, int64_t column,
-                   float* out) const {
-        for (int64_t start = t0; start < t1;) {
-            const int64_t rows = std::min(page - start % page, t1 - start);
-            weigh_values<KV, GB, CB>(p + start, stride, rows_at(v_head, start), row_stride, rows, column, out, d,
-                                     start != t0);
-            start += rows;
-        }
-    }
-};
 
 // fn(g, GB) for the query heads g .. g + GB - 1 of a KV head's group, in blocks of up to 3 (GB a
 // std::integral_constant, so each block size is its own instance of the kernels).
@@ -241,59 +226,93 @@ inline void for_head_blocks(int64_t group, Fn fn) {
     }
 }
 
-// The G query heads that share one KV head of one sequence, against its cached keys/values at positions
-// [t0, t1) (this step's K/V already written), in blocks of up to 3 heads that each fetch a K/V row once.
-// scores: (G, length) scratch, length = the sequence's context; q and out: the G heads' rows, head_dim
-// apart. stats null: the whole context, out normalised. Otherwise a part of it: out holds the sum of
-// e^(score - max) V and stats[2g], stats[2g + 1] that max and the sum of the exponentials (merge_parts).
+// The query heads of KV heads [kvh0, kvh1) of one sequence against its cached keys/values at positions
+// [t0, t1) (this step's K/V already written), page by page: on each page every one of those KV heads in
+// turn, so a page's rows (a position's KV heads side by side) are read together while the next page's are
+// fetched ahead. Within a KV head, its query heads go in blocks of up to 3 that each fetch a K/V row once.
+// q and out: the sequence's heads' rows, head_dim apart; scores: its (heads, length) scratch, length = its
+// context. stats null: the whole context, out normalised. Otherwise a part of it: out holds the sum of
+// e^(score - max) V and stats[2h], stats[2h + 1] that max and the sum of the exponentials (merge_parts).
 template <typename KV>
-void attend_kv_head(const rs_model& m, const rs_decode_batch& batch, int64_t seq, int64_t kv_head, const float* q,
-                    const KV* k_cache, const KV* v_cache, float* scores, float* out, int64_t t0, int64_t t1,
-                    float* stats) {
+void attend_sequence(const rs_model& m, const rs_decode_batch& batch, int64_t seq, const float* q,
+                     const KV* k_cache, const KV* v_cache, float* scores, float* out, int64_t kvh0, int64_t kvh1,
+                     int64_t t0, int64_t t1, float* stats) {
     const int64_t d = m.head_dim, group = m.heads / m.kv_heads;
     const int64_t length = batch.positions[seq] + 1, page = batch.page_size;
     const int64_t* table = batch.block_tables + seq * batch.table_stride;
     const int64_t row_stride = int64_t(m.kv_heads) * d;
     const float scale = 1.0f / std::sqrt(float(d));
-    const KV* k_head = k_cache + kv_head * d;
-    const KV* v_head = v_cache + kv_head * d;
-    const head_block<KV, 1> rows{table, page, row_stride, d};  // the generic path's row lookups
-    if (d % 8 != 0) {  // generic path
-        for (int64_t t = t0; t < t1; ++t) {
-            const KV* key = rows.rows_at(k_head, t);
-            for (int64_t g = 0; g < group; ++g) scores[g * length + t] = kv_dot(q + g * d, key, d) * scale;
+    // position t's row of KV head h
+    const auto row_of = [&](const KV* cache, int64_t t, int64_t h) {
+        return cache + (table[t / page] * page + t % page) * row_stride + h * d;
+    };
+    const rows_ahead<KV> no_rows{nullptr, 0, row_stride};
+    // the rows of KV head h on the page after the one `start` is on, to fetch ahead
+    const auto next_page = [&](const KV* cache, int64_t start, int64_t rows, int64_t h) -> rows_ahead<KV> {
+        const int64_t next = start + rows;
+        if (next >= t1) return {nullptr, 0, row_stride};
+        return {row_of(cache, next, h), std::min(page, t1 - next), row_stride};
+    };
+    for (int64_t start = t0; start < t1;) {  // a page at a time
+        const int64_t rows = std::min(page - start % page, t1 - start);
+        for (int64_t kvh = kvh0; kvh < kvh1; ++kvh) {
+            const float* q_group = q + kvh * group * d;
+            float* s_group = scores + kvh * group * length + start;
+            if (d % 8 != 0) {  // generic path
+                for (int64_t t = 0; t < rows; ++t)
+                    for (int64_t g = 0; g < group; ++g)
+                        s_group[g * length + t] = kv_dot(q_group + g * d, row_of(k_cache, start + t, kvh), d) * scale;
+                continue;
+            }
+            for_head_blocks(group, [&](int64_t g, auto gb) {
+                score_keys<KV, decltype(gb)::value>(q_group + g * d, d, row_of(k_cache, start, kvh), row_stride, rows,
+                                                    scale, s_group + g * length, length,
+                                                    g == 0 ? next_page(k_cache, start, rows, kvh) : no_rows);
+            });
         }
-    } else {
-        for_head_blocks(group, [&](int64_t g, auto gb) {
-            head_block<KV, decltype(gb)::value>{table, page, row_stride, d}.scores(q + g * d, k_head, t0, t1, scale,
-                                                                    scores + g * length, length);
-        });
+        start += rows;
     }
-    for (int64_t g = 0; g < group; ++g) {
-        float* row = scores + g * length + t0;
+    for (int64_t h = kvh0 * group; h < kvh1 * group; ++h) {
+        float* row = scores + h * length + t0;
         const auto [best, total] = exp_shifted(row, t1 - t0);
         if (stats == nullptr) {  // probabilities
             const float inv = 1.0f / total;
             for (int64_t t = 0; t < t1 - t0; ++t) row[t] *= inv;
         } else {
-            stats[2 * g] = best, stats[2 * g + 1] = total;
+            stats[2 * h] = best, stats[2 * h + 1] = total;
         }
     }
-    if (d % 8 != 0) {  // generic path
-        for (int64_t g = 0; g < group; ++g) {
-            float* o = out + g * d;
-            std::memset(o, 0, sizeof(float) * d);
-            for (int64_t t = t0; t < t1; ++t) {
-                const KV* value = rows.rows_at(v_head, t);
-                for (int64_t i = 0; i < d; ++i) o[i] += scores[g * length + t] * kv_load1(value + i);
+    for (int64_t start = t0; start < t1;) {
+        const int64_t rows = std::min(page - start % page, t1 - start);
+        for (int64_t kvh = kvh0; kvh < kvh1; ++kvh) {
+            const float* p_group = scores + kvh * group * length + start;
+            float* o_group = out + kvh * group * d;
+            if (d % 8 != 0) {  // generic path
+                for (int64_t g = 0; g < group; ++g) {
+                    float* o = o_group + g * d;
+                    if (start == t0) std::memset(o, 0, sizeof(float) * d);
+                    for (int64_t t = 0; t < rows; ++t) {
+                        const KV* value = row_of(v_cache, start + t, kvh);
+                        for (int64_t i = 0; i < d; ++i) o[i] += p_group[g * length + t] * kv_load1(value + i);
+                    }
+                }
+                continue;
             }
+            for_head_blocks(group, [&](int64_t g, auto gb) {
+                constexpr int GB = decltype(gb)::value;
+                const KV* values = row_of(v_cache, start, kvh);
+                const rows_ahead<KV> ahead = g == 0 ? next_page(v_cache, start, rows, kvh) : no_rows;
+                int64_t column = 0;
+                for (; column + 32 <= d; column += 32)
+                    weigh_values<KV, GB, 4>(p_group + g * length, length, values, row_stride, rows, column,
+                                            o_group + g * d, d, start != t0, ahead);
+                for (; column < d; column += 8)
+                    weigh_values<KV, GB, 1>(p_group + g * length, length, values, row_stride, rows, column,
+                                            o_group + g * d, d, start != t0, ahead);
+            });
         }
-        return;
+        start += rows;
     }
-    for_head_blocks(group, [&](int64_t g, auto gb) {
-        head_block<KV, decltype(gb)::value>{table, page, row_stride, d}.values(scores + g * length, length, v_head, t0, t1,
-                                                                out + g * d);
-    });
 }
 
 // One query head's output from its parts' unnormalised outputs (d floats each, d_stride apart) and stats.
@@ -325,17 +344,19 @@ void silu_and_multiply(const float* gate, const float* up, float* out, int64_t n
 
 // One layer's attention for a step, called by every thread of the step's parallel region: the rows' Q/K
 // biases, norms and rotation, this step's K/V written to the cache (in its element type KV), then every
-// (sequence, KV head) item attending, split along its positions when there are few items per thread.
+// sequence (or, with few sequences, each (sequence, KV head)) attending, split along its positions when
+// there are few items per thread.
 struct step_attention {
     const rs_model& m;
     const rs_decode_batch& batch;
     float *qkv, *cos, *sin, *scores, *attended, *part_out, *part_stats;
     int64_t parts, longest;
+    bool by_kv_head;  // an item per (sequence, KV head, part), else per (sequence, part)
 
     template <typename KV>
     void layer(int32_t l, KV* kv) const {
         const rs_layer& layer = m.layers[l];
-        const int64_t B = batch.num_seqs, D = m.head_dim, half = D / 2, group = m.heads / m.kv_heads;
+        const int64_t B = batch.num_seqs, D = m.head_dim, half = D / 2;
         const int64_t q_size = int64_t(m.heads) * D, kv_size = int64_t(m.kv_heads) * D;
         const int64_t qkv_size = q_size + 2 * kv_size;
         KV* k_cache = kv + l * 2 * batch.num_slots * kv_size;
@@ -352,32 +373,29 @@ struct step_attention {
             kv_store(row + q_size, kv_size, k_cache + batch.slots[s] * kv_size);
             kv_store(row + q_size + kv_size, kv_size, v_cache + batch.slots[s] * kv_size);
         }
-        if (parts == 1) {
-#pragma omp for schedule(dynamic, 1) collapse(2)
-            for (int64_t s = 0; s < B; ++s)
-                for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
-                    attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
-                                   &scores[(s * m.heads + kvh * group) * longest],
-                                   &attended[s * q_size + kvh * group * D], 0, batch.positions[s] + 1, nullptr);
-            return;
-        }
-        // few (sequence, KV head) items for the threads: each also split along its positions
+        const int64_t group = m.heads / m.kv_heads, head_items = by_kv_head ? m.kv_heads : 1;
 #pragma omp for schedule(dynamic, 1) collapse(3)
         for (int64_t s = 0; s < B; ++s)
-            for (int64_t kvh = 0; kvh < m.kv_heads; ++kvh)
+            for (int64_t item = 0; item < head_items; ++item)
                 for (int64_t part = 0; part < parts; ++part) {
-                    const int64_t length = batch.positions[s] + 1;
+                    const int64_t kvh0 = by_kv_head ? item : 0, kvh1 = by_kv_head ? item + 1 : m.kv_heads;
+                    const int64_t length = batch.positions[s] + 1, head = s * m.heads;  // its first query head
+                    const float* q = &qkv[s * qkv_size];
+                    if (parts == 1) {
+                        attend_sequence(m, batch, s, q, k_cache, v_cache, &scores[head * longest],
+                                        &attended[s * q_size], kvh0, kvh1, 0, length, nullptr);
+                        continue;
+                    }
                     const int64_t t0 = length * part / parts, t1 = length * (part + 1) / parts;
-                    const int64_t head = s * m.heads + kvh * group;  // its first query head
+                    float* stats = &part_stats[(part * B * m.heads + head) * 2];
                     if (t0 < t1)
-                        attend_kv_head(m, batch, s, kvh, &qkv[s * qkv_size + kvh * group * D], k_cache, v_cache,
-                                       &scores[head * longest], &part_out[(part * B * m.heads + head) * D], t0, t1,
-                                       &part_stats[(part * B * m.heads + head) * 2]);
+                        attend_sequence(m, batch, s, q, k_cache, v_cache, &scores[head * longest],
+                                        &part_out[(part * B * m.heads + head) * D], kvh0, kvh1, t0, t1, stats);
                     else  // an empty part: weight e^-inf = 0 at the merge
-                        for (int64_t g = 0; g < group; ++g)
-                            part_stats[(part * B * m.heads + head + g) * 2] = -INFINITY,
-                            part_stats[(part * B * m.heads + head + g) * 2 + 1] = 0.0f;
+                        for (int64_t h = kvh0 * group; h < kvh1 * group; ++h)
+                            stats[2 * h] = -INFINITY, stats[2 * h + 1] = 0.0f;
                 }
+        if (parts == 1) return;
 #pragma omp for schedule(static)
         for (int64_t head = 0; head < B * m.heads; ++head)
             merge_parts(&part_out[head * D], B * m.heads * D, &part_stats[head * 2], B * m.heads * 2, parts, D,
@@ -426,9 +444,12 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
     std::vector<float> hidden(B * H), normed(B * H), qkv(B * qkv_size), attended(B * q_size), proj(B * H),
         gate_up(B * 2 * inter), act(B * inter), cos(B * half), sin(B * half),
         scores(B * int64_t(m.heads) * longest);
-    // Attention goes by (sequence, KV head); when there are fewer such items than 2 per thread, each is also
-    // split along its positions (at least 64 a part) and the parts merged by their softmax statistics.
-    const int64_t items = B * m.kv_heads;
+    // Attention goes by sequence, a page's rows (every KV head of a position) read together, when there are
+    // 4 or more sequences a thread; with fewer, by (sequence, KV head) for more items. When there are fewer
+    // items than 2 per thread, each is also split along its positions (at least 64 a part) and the parts
+    // merged by their softmax statistics.
+    const bool by_kv_head = B < 4 * threads;
+    const int64_t items = by_kv_head ? B * m.kv_heads : B;
     int64_t parts = items >= 2 * threads ? 1 : (2 * threads + items - 1) / items;
     parts = std::max<int64_t>(1, std::min(parts, longest / 64));
     std::vector<float> part_out(parts > 1 ? parts * B * m.heads * D : 0),
@@ -445,7 +466,7 @@ static int decode_step(const rs_model* model, const rs_decode_batch* batch_in, i
         }
     }
     step_attention step{m, batch, qkv.data(), cos.data(), sin.data(), scores.data(), attended.data(),
-                        part_out.data(), part_stats.data(), parts, longest};
+                        part_out.data(), part_stats.data(), parts, longest, by_kv_head};
 
 #pragma omp parallel num_threads(threads)
     {

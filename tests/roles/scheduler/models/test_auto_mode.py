@@ -54,18 +54,28 @@ ATTENTION_SHAPES = {
 }
 
 
+def _attention_prompts(many: bool) -> list[list[int]]:
+    """3 sequences: the step attends by (sequence, KV head). Many (4 a thread or more): by sequence, every KV
+    head of a page in turn. Lengths end mid-page and mid-way through a block of 4 keys."""
+    prompts = [[5, 6, 7, 8, 9], [40, 41], list(range(60, 97))]
+    if not many:
+        return prompts
+    return [list(range(3 + i, 3 + i + 2 + 7 * i % 41)) for i in range(4 * torch.get_num_threads() + 1)]
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["few-sequences", "many-sequences"])
 @pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("dims", sorted(ATTENTION_SHAPES))
 def test_one_call_attention_equals_the_op_by_op_path_for_each_head_layout_and_kv_dtype(
-    tmp_path, dims, kv_dtype
+    tmp_path, dims, kv_dtype, many
 ):
-    """Both paths over one KV cache of each dtype, with contexts that end mid-page and mid-way through a block
-    of 4 keys. A float16 cache rounds K and V to nearest even in both, but the two paths' K and V differ in
-    float32's last place, which now and then lands on the other side of a float16 rounding: a looser bound."""
+    """Both paths over one KV cache of each dtype, with few sequences and with many. A float16 cache rounds K
+    and V to nearest even in both, but the two paths' K and V differ in float32's last place, which now and
+    then lands on the other side of a float16 rounding: a looser bound."""
     folder = write_tiny_llama(tmp_path / dims, **ATTENTION_SHAPES[dims])
     model, shape = load_model(str(folder), weight_dtype="auto")
     assert model.native_decode_plan() is not None
-    prompts = [[5, 6, 7, 8, 9], [40, 41], list(range(60, 97))]
+    prompts = _attention_prompts(many)
     native_logits, torch_logits = _native_and_torch_logits(model, shape, prompts, steps=14, kv_dtype=kv_dtype)
     bound = 1e-4 if kv_dtype == torch.float32 else 2e-3
     for ours, theirs in zip(native_logits, torch_logits, strict=True):
