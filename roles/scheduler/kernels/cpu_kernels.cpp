@@ -146,7 +146,8 @@ inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 // Rows [t, t + count) of the rows from `first` (row_stride apart, `rows` of them; first null: none), their
 // elements [begin, end), asked into the cache: the next page's rows while this page's are read, so they come
 // from memory before they are read instead of a cache miss each (the pages of a sequence lie anywhere, so
-// no hardware prefetcher can guess them; measured: 1.45x over a 30-layer cache of 32 sequences).
+// no hardware prefetcher can guess them; the score loop alone over a 30-layer float32 cache of 32 sequences
+// read 11.5 GB/s of keys without, 16.6 with).
 template <typename KV>
 struct rows_ahead {
     const KV* first;
