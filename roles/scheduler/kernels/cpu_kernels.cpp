@@ -251,7 +251,7 @@ void attend_sequence(const rs_model& m, const rs_decode_batch& batch, int64_t se
     // the rows of KV head h on the page after the one `start` is on, to fetch ahead
     const auto next_page = [&](const KV* cache, int64_t start, int64_t rows, int64_t h) -> rows_ahead<KV> {
         const int64_t next = start + rows;
-        if (next >= t1) return {nullptr, 0, row_stride};
+        if (next >= t1) return no_rows;
         return {row_of(cache, next, h), std::min(page, t1 - next), row_stride};
     };
     for (int64_t start = t0; start < t1;) {  // a page at a time
