@@ -14,6 +14,7 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 from roles.protocol import SamplingFields
@@ -24,7 +25,7 @@ from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache.kv_groups import build_kv_groups, kv_cache_of
 from roles.scheduler.models.block_linear import prepare_kernel_views
 from roles.scheduler.models.rotary import long_rope_from
-from roles.scheduler.sampling.sampler import Sampler
+from roles.scheduler.sampling.sampler import Sampler, logits_array
 from roles.scheduler.sampling.token_constraints import GrammarFailure, TokenConstraints, advance
 from roles.scheduler.sched.batch_scheduler import BatchScheduler
 from roles.scheduler.sched.forward_batch import ForwardBatch
@@ -247,7 +248,7 @@ class Engine:
                 outputs.append(self._append_token(request, token_id, logprobs))
         return outputs
 
-    def _run_pass(self, forward_batch: ForwardBatch | None) -> torch.Tensor | None:
+    def _run_pass(self, forward_batch: ForwardBatch | None) -> np.ndarray | None:
         """One forward pass, told to the expert recorder and reporter; None: the idle pass of an
         expert-parallel rank with no tokens (it still serves the other ranks' tokens)."""
         pass_id = self.num_passes
@@ -257,7 +258,7 @@ class Engine:
         if forward_batch is None:
             self.model.idle_pass()
         else:
-            logits = self.model.forward(forward_batch, self.kv_cache)
+            logits = logits_array(self.model.forward(forward_batch, self.kv_cache))
         routed = self.expert_recorder.end_pass()
         if self.expert_rebalancer is not None and routed is not None:
             self.expert_rebalancer.observe(routed)
@@ -300,7 +301,7 @@ class Engine:
             output.finish_reason = reason
         return output
 
-    def _emit_verified(self, request: Request, logits: torch.Tensor, draft: list[int], outputs: list) -> None:
+    def _emit_verified(self, request: Request, logits: np.ndarray, draft: list[int], outputs: list) -> None:
         """Emit what verification kept, one token at a time through the stop checks; count the kept drafted
         tokens as computed unless the request ended on the way (then its pages are already freed)."""
         emitted = self.speculator.verify(request, logits, draft)

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 if TYPE_CHECKING:
     import llguidance
@@ -123,7 +122,7 @@ class TokenConstraints:
         future = self._worker.submit(_fill_masks, [(requests[i], words[i]) for i in rows])
         return PendingMasks(future, words, rows)
 
-    def apply(self, logits: torch.Tensor, pending: PendingMasks, sampled_rows: list[int]) -> None:
+    def apply(self, logits: np.ndarray, pending: PendingMasks, sampled_rows: list[int]) -> None:
         """-inf on the logits of disallowed tokens. ``logits`` row j belongs to batch row sampled_rows[j]."""
         pending.future.result()
         position = {batch_row: j for j, batch_row in enumerate(sampled_rows)}
@@ -136,9 +135,9 @@ class TokenConstraints:
             for token in self.eos_token_ids or [0]:  # let it end rather than sample garbage
                 mask_bytes[empty, token // 8] |= 1 << (token % 8)
         bias = np.take(_BYTE_BIASES, mask_bytes, axis=0).reshape(len(pairs), -1)
-        bias = torch.from_numpy(bias[:, : logits.shape[1]])
+        bias = bias[:, : logits.shape[1]]
         if len(logit_rows) == logits.shape[0]:
-            logits.add_(bias)
+            logits += bias
         else:
             logits[logit_rows] += bias
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import time
 
-import torch
+import numpy as np
 
 from roles.protocol import SamplingFields
 
@@ -71,9 +71,9 @@ class Request:
         self.num_cached_tokens = 0  # prompt tokens served from the prefix cache at the last admission
         self.num_preemptions = 0
         # A private generator makes a seeded request's draws independent of whatever else is in the batch.
-        self.generator: torch.Generator | None = None
+        self.generator: np.random.Generator | None = None
         if params.seed is not None:
-            self.generator = torch.Generator().manual_seed(params.seed)
+            self.generator = np.random.default_rng(params.seed)
         # One (sampled logprob, [(token id, logprob), ...] top-N) per output token when params.logprobs is set.
         self.logprobs: list[tuple[float, list[tuple[int, float]]]] = []
         self.finish_reason: str | None = None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import torch
 
 from roles.model_files.model_shape import ModelShape
@@ -32,7 +33,7 @@ from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache.kv_groups import build_kv_groups, kv_cache_of
 from roles.scheduler.loading.from_file import load_model
 from roles.scheduler.models.block_linear import prepare_kernel_views
-from roles.scheduler.sampling.sampler import filtered_logits
+from roles.scheduler.sampling.sampler import draw_index, filtered_logits, logits_array, softmax
 from roles.scheduler.sched.batch_scheduler import ScheduledBatch
 from roles.scheduler.sched.request import Request
 from roles.scheduler.sched.request_pages import RequestPages
@@ -51,7 +52,7 @@ class _Drafting:
     count: int
     limit: int
     tokens: list[int] = dataclasses.field(default_factory=list)
-    probs: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    probs: list[np.ndarray] = dataclasses.field(default_factory=list)
 
 
 class DraftModelSpeculator(Speculator):
@@ -85,7 +86,8 @@ class DraftModelSpeculator(Speculator):
         self._written: dict[str, int] = {}
         self._never: set[str] = set()  # requests holding an id the draft model has no row for
         # request id -> the distributions its sampled draft of this step was drawn from (verification's q)
-        self._drawn_from: dict[str, torch.Tensor] = {}
+        self._drawn_from: dict[str, np.ndarray] = {}
+        self._unseeded = np.random.default_rng()  # the draws of requests without a seed of their own
 
     def _draft(self, wanted: list[tuple[Request, int]]) -> list[list[int]]:
         self._drawn_from.clear()
@@ -133,7 +135,7 @@ class DraftModelSpeculator(Speculator):
             item.shadow.num_computed_tokens = min(item.shadow.num_computed_tokens, item.request.num_tokens)
             self.pages.advance(item.shadow)  # a windowed group's pages behind its window go back
             if item.tokens and item.request.params.temperature > 0:
-                self._drawn_from[item.request.request_id] = torch.stack(item.probs)
+                self._drawn_from[item.request.request_id] = np.stack(item.probs)
         return [item.tokens for item in taken]
 
     def _reserve(self, shadow: Request, num_tokens: int, drafting: set[str]) -> bool:
@@ -167,29 +169,30 @@ class DraftModelSpeculator(Speculator):
         if not items:
             return
         batch = ScheduledBatch([item.shadow for item in items], [item.count for item in items])
-        logits = self.model.forward(build_forward_batch(batch, self.page_size), self.kv_cache)
+        logits = logits_array(self.model.forward(build_forward_batch(batch, self.page_size), self.kv_cache))
         logits = logits[:, : self.vocab_size]  # only ids the served model has are ever drafted
         for item in items:
             item.shadow.num_computed_tokens += item.count
-        greedy = logits.argmax(dim=-1).tolist()
+        greedy = logits.argmax(axis=-1).tolist()
         drafting = [i for i, item in enumerate(items) if item.limit]
         sampled = [i for i in drafting if items[i].request.params.temperature > 0]
         if sampled:
             params = [items[i].request.params for i in sampled]
-            probs = filtered_logits(logits[sampled], params).softmax(dim=-1)
+            probs = softmax(filtered_logits(logits[sampled], params))
             for row, i in enumerate(sampled):
-                greedy[i] = int(torch.multinomial(probs[row], 1, generator=items[i].request.generator))
+                generator = items[i].request.generator or self._unseeded
+                greedy[i] = draw_index(probs[row], generator)
                 items[i].probs.append(self._over_served_vocab(probs[row]))
         for i in drafting:
             items[i].tokens.append(greedy[i])
 
-    def _over_served_vocab(self, probs: torch.Tensor) -> torch.Tensor:
+    def _over_served_vocab(self, probs: np.ndarray) -> np.ndarray:
         """A draft distribution as a row over the served model's ids (0 past the draft's)."""
         if probs.shape[0] == self.served_vocab_size:
             return probs
-        return torch.nn.functional.pad(probs, (0, self.served_vocab_size - probs.shape[0]))
+        return np.pad(probs, (0, self.served_vocab_size - probs.shape[0]))
 
-    def _draft_probs(self, request: Request, num_drafted: int) -> torch.Tensor | None:
+    def _draft_probs(self, request: Request, num_drafted: int) -> np.ndarray | None:
         drawn = self._drawn_from.pop(request.request_id, None)
         return None if drawn is None else drawn[:num_drafted]
 

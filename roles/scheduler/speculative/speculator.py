@@ -15,9 +15,9 @@ Requests with penalties, logprobs or structured output decode one token per step
 
 from __future__ import annotations
 
-import torch
+import numpy as np
 
-from roles.scheduler.sampling.sampler import filtered_logits
+from roles.scheduler.sampling.sampler import filtered_logits, softmax
 from roles.scheduler.sched.batch_scheduler import BatchScheduler, ScheduledBatch
 from roles.scheduler.sched.request import Request
 from roles.scheduler.speculative.ngram_drafter import NgramIndex
@@ -101,13 +101,13 @@ class Speculator:
         """Per (request, limit): at most limit tokens proposed after the request's tokens ([] for none)."""
         raise NotImplementedError
 
-    def verify(self, request: Request, logits: torch.Tensor, draft: list[int]) -> list[int]:
+    def verify(self, request: Request, logits: np.ndarray, draft: list[int]) -> list[int]:
         """``logits`` (len(draft) + 1, V) of the request's verification rows -> the tokens to emit."""
         params = request.params
         if params.temperature == 0:
             emitted = accept_greedy(logits, draft)
         else:
-            probs = filtered_logits(logits, [params] * logits.shape[0]).softmax(dim=-1)
+            probs = softmax(filtered_logits(logits, [params] * logits.shape[0]))
             emitted = accept_sampled(probs, draft, request.generator, self._draft_probs(request, len(draft)))
         self.num_drafted_tokens += len(draft)
         self.num_accepted_tokens += len(emitted) - 1
@@ -115,7 +115,7 @@ class Speculator:
         self.num_emitted_tokens += len(emitted)
         return emitted
 
-    def _draft_probs(self, request: Request, num_drafted: int) -> torch.Tensor | None:
+    def _draft_probs(self, request: Request, num_drafted: int) -> np.ndarray | None:
         """(num_drafted, V): the distributions the request's drafted tokens were drawn from; None: each was
         certain (an n-gram draft, or a greedy one)."""
         return None

@@ -17,12 +17,17 @@ distributed exactly as the target's p, where p is the request's own processed di
 
 from __future__ import annotations
 
-import torch
+import numpy as np
+
+from roles.scheduler.sampling.sampler import draw_index
+
+# The stream of requests without a seed of their own.
+_UNSEEDED = np.random.default_rng()
 
 
-def accept_greedy(logits: torch.Tensor, draft: list[int]) -> list[int]:
+def accept_greedy(logits: np.ndarray, draft: list[int]) -> list[int]:
     """``logits`` (k + 1, V) -> the kept drafted tokens and the target's next one."""
-    targets = logits.argmax(dim=-1).tolist()
+    targets = logits.argmax(axis=-1).tolist()
     emitted = []
     for drafted, target in zip(draft, targets, strict=False):
         if drafted != target:
@@ -33,18 +38,20 @@ def accept_greedy(logits: torch.Tensor, draft: list[int]) -> list[int]:
 
 
 def accept_sampled(
-    probs: torch.Tensor,
+    probs: np.ndarray,
     draft: list[int],
-    generator: torch.Generator | None,
-    draft_probs: torch.Tensor | None = None,
+    generator: np.random.Generator | None,
+    draft_probs: np.ndarray | None = None,
 ) -> list[int]:
     """``probs`` (k + 1, V), each row a distribution -> the kept drafted tokens and one token drawn from the
     residual of the first rejected row (or from the last row when every drafted token was kept).
-    ``draft_probs`` (k, V): the distribution each drafted token was drawn from; None: point masses."""
+    ``draft_probs`` (k, V): the distribution each drafted token was drawn from; None: point masses.
+    ``generator``: the request's own stream, None for the shared one."""
+    generator = _UNSEEDED if generator is None else generator
     # One uniform per drafted token, drawn together: a seeded request's stream advances the same way
     # whatever is accepted.
-    uniforms = torch.rand(len(draft), generator=generator).tolist()
-    rows, ids = torch.arange(len(draft)), torch.tensor(draft, dtype=torch.int64)
+    uniforms = generator.random(len(draft)).tolist()
+    rows, ids = np.arange(len(draft)), np.array(draft, dtype=np.int64)
     kept = probs[rows, ids].tolist()
     drawn = [1.0] * len(draft) if draft_probs is None else draft_probs[rows, ids].tolist()
     emitted = []
@@ -55,19 +62,14 @@ def accept_sampled(
             emitted.append(drafted)
             continue
         if draft_probs is None:
-            residual = probs[row].clone()
+            residual = probs[row].copy()
             residual[drafted] = 0.0
         else:
-            residual = (probs[row] - draft_probs[row]).clamp_(min=0.0)
-        if not bool(residual.sum() > 0):  # p and q rounded apart though they are the same
+            residual = np.maximum(probs[row] - draft_probs[row], 0.0)
+        if not residual.sum() > 0:  # p and q rounded apart though they are the same
             emitted.append(drafted)
             continue
-        emitted.append(_draw(residual, generator))
+        emitted.append(draw_index(residual, generator))
         return emitted
-    emitted.append(_draw(probs[len(draft)], generator))
+    emitted.append(draw_index(probs[len(draft)], generator))
     return emitted
-
-
-def _draw(weights: torch.Tensor, generator: torch.Generator | None) -> int:
-    """One token from non-negative (V,) weights (multinomial normalises them)."""
-    return int(torch.multinomial(weights, 1, generator=generator))

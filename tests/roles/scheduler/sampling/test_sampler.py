@@ -1,4 +1,5 @@
-"""Sampler: every option changes the outcome the way it should, vectorised over mixed batches."""
+"""Sampler: every option changes the outcome the way it should, vectorised over mixed batches (torch is the
+reference the numpy sampler is held against)."""
 
 import pytest
 import torch
@@ -22,7 +23,7 @@ def random_logits(rows: int, seed: int = 0) -> torch.Tensor:
 
 
 def draw(logits: torch.Tensor, requests: list[Request]) -> list[int]:
-    return Sampler().sample(logits.clone(), requests).token_ids
+    return Sampler().sample(logits.clone().numpy(), requests).token_ids
 
 
 def histogram(logits_row: torch.Tensor, num_draws: int = 2000, **params) -> torch.Tensor:
@@ -75,7 +76,7 @@ def test_top_p_mask_matches_a_full_sort_also_when_the_nucleus_is_wide():
     expected = torch.zeros_like(probs, dtype=torch.bool).scatter_(
         1, order, (sorted_probs.cumsum(-1) - sorted_probs) < top_ps
     )
-    mask = _nucleus_mask(probs, top_ps)
+    mask = torch.from_numpy(_nucleus_mask(probs.numpy(), top_ps.numpy()))
     untied = [0, 1, 2, 3, 5]  # row 4 is all ties, where which equal tokens are kept is arbitrary
     assert torch.equal(mask[untied], expected[untied])
     assert abs(int(mask[4].sum()) - 1500) <= 1 and mask[5].sum() == 1  # float cumsum rounding
@@ -93,7 +94,7 @@ def test_repetition_penalty_makes_seen_tokens_less_likely_on_both_signs():
     request = make_request(prompt=[5], output=[6], temperature=0, repetition_penalty=2.0)
     assert draw(logits, [request]) == [7]
     out = logits.clone()
-    Sampler().sample(out, [request])
+    Sampler().sample(out.numpy(), [request])
     assert out[0, 5:8].tolist() == pytest.approx([2.0, -2.0, 3.9])
 
 
@@ -101,7 +102,7 @@ def test_frequency_and_presence_penalties_count_only_generated_tokens():
     logits = torch.zeros(1, VOCAB)
     request = make_request(prompt=[9, 9, 9], output=[4, 4, 8], frequency_penalty=0.5, presence_penalty=0.25)
     out = logits.clone()
-    Sampler().sample(out, [request])
+    Sampler().sample(out.numpy(), [request])
     assert out[0, 4].item() == pytest.approx(-1.25)  # 2 * 0.5 + 0.25
     assert out[0, 8].item() == pytest.approx(-0.75)
     assert out[0, 9].item() == 0.0  # prompt tokens are not penalised (OpenAI semantics)
@@ -126,7 +127,7 @@ def test_penalties_on_a_subset_of_rows_match_a_per_token_reference():
             count = request.output_ids.count(token)
             expected[row, token] -= p.frequency_penalty * count + p.presence_penalty
     out = logits.clone()
-    apply_penalties(out, requests, [0, 2, 3])
+    apply_penalties(out.numpy(), requests, [0, 2, 3])
     assert torch.allclose(out, expected)
     assert torch.equal(out[1], logits[1])
 
@@ -157,7 +158,7 @@ def test_logprobs_are_the_sorted_top_n_of_the_post_penalty_log_softmax():
         make_request(temperature=0),
         make_request(prompt=[int(logits[2].argmax())], temperature=0, logprobs=0, repetition_penalty=1.5),
     ]
-    result = Sampler().sample(logits.clone(), requests)
+    result = Sampler().sample(logits.clone().numpy(), requests)
     reference = logits[0].log_softmax(-1)  # pre-temperature
     sampled_logprob, top = result.logprobs[0]
     assert [t for t, _ in top] == reference.topk(4).indices.tolist()

@@ -4,7 +4,7 @@ frequencies over many seeded trials)."""
 
 import math
 
-import torch
+import numpy as np
 
 from roles.protocol import SamplingFields
 from roles.scheduler.sched.request import Request
@@ -12,9 +12,9 @@ from roles.scheduler.speculative.speculator import NgramSpeculator
 from roles.scheduler.speculative.verify import accept_greedy, accept_sampled
 
 
-def one_hot_logits(targets: list[int], vocab: int = 8) -> torch.Tensor:
-    logits = torch.zeros(len(targets), vocab)
-    logits[torch.arange(len(targets)), torch.tensor(targets)] = 1.0
+def one_hot_logits(targets: list[int], vocab: int = 8) -> np.ndarray:
+    logits = np.zeros((len(targets), vocab), dtype=np.float32)
+    logits[np.arange(len(targets)), targets] = 1.0
     return logits
 
 
@@ -30,7 +30,7 @@ def _within(count: int, total: int, p: float) -> bool:
 
 
 def test_rejection_sampling_emits_each_token_with_the_targets_probability():
-    probs = torch.tensor(
+    probs = np.array(
         [
             [0.10, 0.30, 0.20, 0.25, 0.15],  # row 0: the draft's first token (1) has p = 0.3
             [0.05, 0.05, 0.30, 0.50, 0.10],  # row 1: after token 1, the draft's 3 has p = 0.5
@@ -38,11 +38,11 @@ def test_rejection_sampling_emits_each_token_with_the_targets_probability():
         ]
     )
     draft = [1, 3]
-    generator = torch.Generator().manual_seed(0)
+    generator = np.random.default_rng(0)
     trials = 6000
-    first = torch.zeros(5, dtype=torch.int64)
-    second = torch.zeros(5, dtype=torch.int64)
-    third = torch.zeros(5, dtype=torch.int64)
+    first = np.zeros(5, dtype=np.int64)
+    second = np.zeros(5, dtype=np.int64)
+    third = np.zeros(5, dtype=np.int64)
     for _ in range(trials):
         emitted = accept_sampled(probs, draft, generator)
         assert 1 <= len(emitted) <= 3 and emitted[:-1] == draft[: len(emitted) - 1]
@@ -59,9 +59,9 @@ def test_rejection_sampling_emits_each_token_with_the_targets_probability():
 
 
 def test_a_draft_the_target_rules_out_is_never_kept_and_a_certain_one_always_is():
-    generator = torch.Generator().manual_seed(1)
-    ruled_out = torch.tensor([[0.5, 0.0, 0.5], [0.2, 0.3, 0.5]])
-    certain = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    generator = np.random.default_rng(1)
+    ruled_out = np.array([[0.5, 0.0, 0.5], [0.2, 0.3, 0.5]])
+    certain = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     for _ in range(200):
         assert accept_sampled(ruled_out, [1], generator)[0] != 1
         assert accept_sampled(certain, [1], generator) == [1, 2]
@@ -72,10 +72,10 @@ def test_sampled_verification_draws_from_the_requests_filtered_distribution():
     speculator = NgramSpeculator(num_draft_tokens=2, ngram_min=1, ngram_max=2)
     params = SamplingFields(temperature=0.9, top_k=2, seed=5)
     request = Request("r", [1, 2, 3], params)
-    logits = torch.arange(8, dtype=torch.float32).repeat(3, 1)
+    logits = np.tile(np.arange(8, dtype=np.float32), (3, 1))
     seen = set()
     for _ in range(100):
-        emitted = speculator.verify(request, logits.clone(), [3, 3])
+        emitted = speculator.verify(request, logits.copy(), [3, 3])
         assert len(emitted) == 1
         seen.add(emitted[0])
     assert seen == {6, 7}
@@ -84,21 +84,21 @@ def test_sampled_verification_draws_from_the_requests_filtered_distribution():
 
 
 def test_rejection_sampling_against_a_draft_distribution_emits_the_targets_and_keeps_what_q_and_p_share():
-    probs = torch.tensor([[0.10, 0.30, 0.20, 0.25, 0.15], [0.40, 0.10, 0.10, 0.10, 0.30]])
-    drawn_from = torch.tensor([[0.05, 0.10, 0.60, 0.05, 0.20]])  # the draft's q at row 0
-    generator = torch.Generator().manual_seed(2)
+    probs = np.array([[0.10, 0.30, 0.20, 0.25, 0.15], [0.40, 0.10, 0.10, 0.10, 0.30]])
+    drawn_from = np.array([[0.05, 0.10, 0.60, 0.05, 0.20]])  # the draft's q at row 0
+    generator = np.random.default_rng(2)
     trials = 8000
-    first = torch.zeros(5, dtype=torch.int64)
+    first = np.zeros(5, dtype=np.int64)
     kept = 0
     for _ in range(trials):
-        drafted = int(torch.multinomial(drawn_from[0], 1, generator=generator))
+        drafted = int(generator.choice(5, p=drawn_from[0] / drawn_from[0].sum()))
         emitted = accept_sampled(probs, [drafted], generator, drawn_from)
         first[emitted[0]] += 1
         kept += len(emitted) == 2
     for token in range(5):
         assert _within(int(first[token]), trials, float(probs[0, token])), first.tolist()
     # A drafted x is kept with probability min(1, p(x) / q(x)): in all, the sum of min(p, q) = 0.6.
-    assert _within(kept, trials, float(torch.minimum(probs[0], drawn_from[0]).sum()))
+    assert _within(kept, trials, float(np.minimum(probs[0], drawn_from[0]).sum()))
     for _ in range(100):  # q = p: every draft is kept
-        drafted = int(torch.multinomial(probs[0], 1, generator=generator))
+        drafted = int(generator.choice(5, p=probs[0] / probs[0].sum()))
         assert accept_sampled(probs, [drafted], generator, probs[:1])[0] == drafted
