@@ -11,6 +11,7 @@ import functools
 import importlib.machinery
 import pathlib
 
+import numpy as np
 import torch
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
@@ -145,6 +146,11 @@ def _load() -> tuple[ctypes.CDLL | None, str | None]:
     lib.rs_set_activation_dtype.restype = None
     lib.rs_activation_dtype.restype = ctypes.c_int
     return lib, None
+
+
+def address(array) -> int:
+    """Where a contiguous numpy array's or torch tensor's data starts, for the C structs."""
+    return array.ctypes.data if isinstance(array, np.ndarray) else array.data_ptr()
 
 
 def unavailable_reason() -> str | None:

@@ -186,13 +186,13 @@ class LlamaForCausalLM(nn.Module):
         if native_plan is None:
             return self.forward_ops(batch, kv)
         if batch.is_decode_only or native_plan.fits(batch):
-            return native_plan.forward(batch, kv)
+            return torch.from_numpy(native_plan.forward(batch, kv))
         decodes = [s for s, query_len in enumerate(batch.query_lens) if query_len == 1]
         if not decodes:
             return self.forward_ops(batch, kv)
         prefills = [s for s, query_len in enumerate(batch.query_lens) if query_len != 1]
         logits = torch.empty(len(batch.query_lens), self.shape.vocab_size, dtype=torch.float32)
-        logits[decodes] = native_plan.forward(batch.select(decodes), kv)
+        logits[decodes] = torch.from_numpy(native_plan.forward(batch.select(decodes), kv))
         logits[prefills] = self.forward_ops(batch.select(prefills), kv)
         return logits
 
@@ -206,6 +206,7 @@ class LlamaForCausalLM(nn.Module):
 
     def forward_ops(self, batch: ForwardBatch, kv: KVCache | GroupedKVCache) -> torch.Tensor:
         """The op-by-op path: any mix of prefill chunks and decodes."""
+        batch = batch.as_torch()
         plans = [
             PagedAttentionPlan(batch, kv.page_size, self.queries_per_kv, g) for g in range(len(kv.pools))
         ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
 import torch
 
 from roles.scheduler.kernels import native
@@ -96,30 +97,40 @@ class NativeDecodePlan:
         longest = max(batch.context_lens)
         return batch.input_ids.shape[0] * self.model.heads * longest <= MAX_SCORES
 
-    def forward(self, batch: ForwardBatch, kv: KVCache) -> torch.Tensor:
+    def forward(self, batch: ForwardBatch, kv: KVCache) -> np.ndarray:
         """Logits (len(batch.logits_indices), vocab) float32: every token of the batch is a one-token row."""
         num_rows = batch.input_ids.shape[0]
-        tables = batch.block_tables
+        tables = np.asarray(batch.block_tables)
         logits_rows, num_logits = None, num_rows
         if not batch.is_decode_only:  # each token reads its sequence's block table
-            tables = tables.repeat_interleave(torch.tensor(batch.query_lens), dim=0)
-            logits_rows, num_logits = batch.logits_indices.contiguous(), len(batch.query_lens)
-        tables = tables.contiguous()
-        logits = torch.empty(num_logits, self.model.vocab, dtype=torch.float32)
+            tables = np.repeat(tables, batch.query_lens, axis=0)
+            logits_rows, num_logits = _int64(batch.logits_indices), len(batch.query_lens)
+        tables = np.ascontiguousarray(tables, dtype=np.int64)
+        input_ids, positions, slots = (
+            _int64(batch.input_ids),
+            _int64(batch.positions),
+            _int64(batch.slot_mapping),
+        )
+        logits = np.empty((num_logits, self.model.vocab), dtype=np.float32)
         step = native.RsDecodeBatch(
             num_rows,
-            batch.input_ids.data_ptr(),
-            batch.positions.data_ptr(),
-            batch.slot_mapping.data_ptr(),
-            tables.data_ptr(),
+            input_ids.ctypes.data,
+            positions.ctypes.data,
+            slots.ctypes.data,
+            tables.ctypes.data,
             tables.shape[1],
             kv.page_size,
-            kv.storage.data_ptr(),
+            native.address(kv.storage),
             kv.num_slots,
-            logits.data_ptr(),
-            None if logits_rows is None else logits_rows.data_ptr(),
+            logits.ctypes.data,
+            None if logits_rows is None else logits_rows.ctypes.data,
             num_logits,
             kv.storage.dtype == torch.float16,
         )
         native.decode_step(self.model, step)
         return logits
+
+
+def _int64(values) -> np.ndarray:
+    """A batch field as a contiguous int64 array (a view when it is one already)."""
+    return np.ascontiguousarray(values, dtype=np.int64)

@@ -1,11 +1,16 @@
-"""The one input of a model step: the new tokens of every scheduled sequence, flattened, plus paging metadata."""
+"""The one input of a model step: the new tokens of every scheduled sequence, flattened, plus paging metadata.
+
+Its arrays are numpy's: the one-call kernel step reads them as they are, and the op-by-op torch model views
+them as tensors (``as_torch``, no copy).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
-import torch
+import numpy as np
 
 
 @dataclass
@@ -19,20 +24,20 @@ class ForwardBatch:
     ``slot_mapping`` address the first group, ``more_groups[g - 1]`` group g (``paging(g)``).
     """
 
-    input_ids: torch.Tensor  # (T,) int64, sequences concatenated in order
-    positions: torch.Tensor  # (T,) int64 absolute positions
+    input_ids: np.ndarray  # (T,) int64, sequences concatenated in order
+    positions: np.ndarray  # (T,) int64 absolute positions
     query_lens: list[int]  # (B,) new tokens per sequence
     context_lens: list[int]  # (B,) cached + new tokens per sequence after this step
-    block_tables: torch.Tensor  # (B, max_pages) int64 page ids, padded with 0
-    slot_mapping: torch.Tensor  # (T,) int64 flat slot (page * page_size + offset) to write each new K/V
-    logits_indices: torch.Tensor  # (B,) int64 index into T of the token whose logits are sampled
+    block_tables: np.ndarray  # (B, max_pages) int64 page ids, padded with 0
+    slot_mapping: np.ndarray  # (T,) int64 flat slot (page * page_size + offset) to write each new K/V
+    logits_indices: np.ndarray  # (B,) int64 index into T of the token whose logits are sampled
     # (block tables, slot mapping) of each further attention group, shaped like the two above
-    more_groups: tuple[tuple[torch.Tensor, torch.Tensor], ...] = ()
+    more_groups: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
     # (T,) bool: the rows of sequences that rotate with longrope's long factors (``Request.long_rope``); None
     # when no row does
-    long_rope_rows: torch.Tensor | None = None
+    long_rope_rows: np.ndarray | None = None
 
-    def paging(self, group: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def paging(self, group: int) -> tuple[np.ndarray, np.ndarray]:
         """(block tables, slot mapping) of an attention group."""
         return (self.block_tables, self.slot_mapping) if group == 0 else self.more_groups[group - 1]
 
@@ -44,7 +49,7 @@ class ForwardBatch:
     def select(self, seqs: list[int]) -> ForwardBatch:
         """The sub-batch of the given sequences (in that order), with its own token rows."""
         starts = [0, *itertools.accumulate(self.query_lens)]
-        rows = torch.tensor([r for s in seqs for r in range(starts[s], starts[s + 1])], dtype=torch.int64)
+        rows = np.array([r for s in seqs for r in range(starts[s], starts[s + 1])], dtype=np.int64)
         query_lens = [self.query_lens[s] for s in seqs]
         ends = itertools.accumulate(query_lens)
         return ForwardBatch(
@@ -55,6 +60,24 @@ class ForwardBatch:
             block_tables=self.block_tables[seqs],
             more_groups=tuple((tables[seqs], slots[rows]) for tables, slots in self.more_groups),
             slot_mapping=self.slot_mapping[rows],
-            logits_indices=torch.tensor([end - 1 for end in ends], dtype=torch.int64),
+            logits_indices=np.array([end - 1 for end in ends], dtype=np.int64),
             long_rope_rows=None if self.long_rope_rows is None else self.long_rope_rows[rows],
+        )
+
+    def as_torch(self) -> ForwardBatch:
+        """The same batch with torch tensors viewing its arrays (no copy), for the op-by-op torch model."""
+        import torch
+
+        def view(array):
+            return None if array is None else torch.as_tensor(array)
+
+        return dataclasses.replace(
+            self,
+            input_ids=view(self.input_ids),
+            positions=view(self.positions),
+            block_tables=view(self.block_tables),
+            slot_mapping=view(self.slot_mapping),
+            logits_indices=view(self.logits_indices),
+            more_groups=tuple((view(tables), view(slots)) for tables, slots in self.more_groups),
+            long_rope_rows=view(self.long_rope_rows),
         )

@@ -1,6 +1,6 @@
 """ScheduledBatch -> ForwardBatch: the flattened tokens and paging metadata of one model step.
 
-Built from plain Python lists, then one ``torch.tensor`` per field, which for a few hundred tokens costs
+Built from plain Python lists, then one numpy array per field, which for a few hundred tokens costs
 tens of microseconds, far below a model forward.
 
 A decoding request with a speculative draft of k tokens becomes k + 1 one-token sequences over the same
@@ -16,7 +16,7 @@ context are marked, to rotate with the long factors.
 
 from __future__ import annotations
 
-import torch
+import numpy as np
 
 from roles.scheduler.sched.batch_scheduler import ScheduledBatch
 from roles.scheduler.sched.forward_batch import ForwardBatch
@@ -28,7 +28,7 @@ _Sequence = tuple[Request, int, int]
 
 def _group_paging(
     sequences: list[_Sequence], group: int, page_size: int, page_counts: list[int]
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[np.ndarray, np.ndarray]:
     """(block tables, slot mapping) of one attention group: only the pages covering each sequence's context,
     rows padded with the reserved page 0; the slot of every new token."""
     slots: list[int] = []
@@ -45,7 +45,7 @@ def _group_paging(
         request.page_ids[group][:num_pages] + [0] * (width - num_pages)
         for (request, _, _), num_pages in zip(sequences, page_counts, strict=True)
     ]
-    return torch.tensor(block_rows, dtype=torch.int64), torch.tensor(slots, dtype=torch.int64)
+    return np.array(block_rows, dtype=np.int64), np.array(slots, dtype=np.int64)
 
 
 def build_forward_batch(
@@ -85,8 +85,8 @@ def build_forward_batch(
 
     long_rope_rows = None
     if any(request.long_rope for request, _, _ in sequences):
-        long_rope_rows = torch.tensor(
-            [request.long_rope for request, _, count in sequences for _ in range(count)], dtype=torch.bool
+        long_rope_rows = np.array(
+            [request.long_rope for request, _, count in sequences for _ in range(count)], dtype=bool
         )
     page_counts = [-(-end // page_size) for end in context_lens]
     paging = [
@@ -94,13 +94,13 @@ def build_forward_batch(
         for group in range(len(batch.requests[0].page_ids))
     ]
     return ForwardBatch(
-        input_ids=torch.tensor(input_ids, dtype=torch.int64),
-        positions=torch.tensor(positions, dtype=torch.int64),
+        input_ids=np.array(input_ids, dtype=np.int64),
+        positions=np.array(positions, dtype=np.int64),
         query_lens=query_lens,
         context_lens=context_lens,
         block_tables=paging[0][0],
         slot_mapping=paging[0][1],
-        logits_indices=torch.tensor(logits_indices, dtype=torch.int64),
+        logits_indices=np.array(logits_indices, dtype=np.int64),
         more_groups=tuple(paging[1:]),
         long_rope_rows=long_rope_rows,
     )

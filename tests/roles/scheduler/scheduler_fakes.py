@@ -65,6 +65,7 @@ class RecallModel:
         self.steps: list[tuple[list[int], list[int]]] = []  # (query_lens, context_lens) per forward
 
     def forward(self, batch: ForwardBatch, kv: KVCache | GroupedKVCache) -> torch.Tensor:
+        batch = batch.as_torch()  # the engine's batch holds numpy arrays; this model reads them in torch
         self.steps.append((list(batch.query_lens), list(batch.context_lens)))
         contexts = self._recall(batch, kv.pools[0], 0, window=0)
         for group, pool in enumerate(kv.pools[1:], start=1):
