@@ -109,7 +109,7 @@ def measure(window: int, tokens: int, max_running: int) -> dict:
                 pool_pages=group.cache.allocator.num_usable_pages,
                 held_pages=pages,
                 held_bytes=pages * group.kv.bytes_per_page,
-                resident=resident_bytes(group.kv.storage.data_ptr()),
+                resident=resident_bytes(group.kv.storage.ctypes.data),
             )
         )
     return dict(

@@ -6,6 +6,7 @@ prompts can be prefilled in chunks so later chunks attend to K/V already in the 
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from roles.scheduler.kv_cache.paged_kv import KVCache
@@ -51,7 +52,7 @@ def forced_decode_logits(
     prompts: list[list[int]],
     continuations: list[list[int]],
     page_size: int = 16,
-    kv_dtype: torch.dtype = torch.float32,
+    kv_dtype: np.dtype | str = np.float32,
 ) -> list[torch.Tensor]:
     """Like greedy_decode but feeding the given continuations (over a KV cache of ``kv_dtype``); returns each
     sequence's sampled-position logits, (len(continuation), vocab): the first from the prefill step, the rest
@@ -60,7 +61,7 @@ def forced_decode_logits(
     return _decode(model, shape, prompts, steps, page_size, None, forced=continuations, kv_dtype=kv_dtype)[1]
 
 
-def _decode(model, shape, prompts, max_new_tokens, page_size, prefill_chunk, forced, kv_dtype=torch.float32):
+def _decode(model, shape, prompts, max_new_tokens, page_size, prefill_chunk, forced, kv_dtype=np.float32):
     block_tables, num_pages = _scattered_block_tables([len(p) + max_new_tokens for p in prompts], page_size)
     kv = KVCache(shape, num_pages=max(num_pages, 2), page_size=page_size, dtype=kv_dtype)
     sequences = [list(p) for p in prompts]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
+import numpy as np
 
 from roles.model_files.model_shape import ModelShape
 from roles.scheduler.kv_cache.page_allocator import PageAllocator
@@ -70,7 +70,7 @@ def group_num_pages(
     return min(configured_pages, needed)
 
 
-KV_DTYPES = {"float32": torch.float32, "float16": torch.float16}  # memory.kv_cache_dtype
+KV_DTYPES = {"float32": np.float32, "float16": np.float16}  # memory.kv_cache_dtype
 
 
 def build_kv_groups(shape: ModelShape, config) -> list[KVGroup]:

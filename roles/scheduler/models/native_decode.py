@@ -120,12 +120,12 @@ class NativeDecodePlan:
             tables.ctypes.data,
             tables.shape[1],
             kv.page_size,
-            native.address(kv.storage),
+            kv.storage.ctypes.data,
             kv.num_slots,
             logits.ctypes.data,
             None if logits_rows is None else logits_rows.ctypes.data,
             num_logits,
-            kv.storage.dtype == torch.float16,
+            kv.is_half,
         )
         native.decode_step(self.model, step)
         return logits

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from roles.scheduler.kv_cache.paged_kv import KVCache
@@ -11,8 +12,8 @@ from tests.roles.scheduler.scheduler_fakes import fake_shape
 def test_a_float16_cache_takes_half_the_bytes_and_rounds_what_it_stores():
     shape = fake_shape()
     wide = KVCache(shape, num_pages=4, page_size=8)
-    half = KVCache(shape, num_pages=4, page_size=8, dtype=torch.float16)
-    assert half.storage.dtype == torch.float16 and half.bytes_per_page * 2 == wide.bytes_per_page
+    half = KVCache(shape, num_pages=4, page_size=8, dtype=np.float16)
+    assert half.storage.dtype == np.float16 and half.bytes_per_page * 2 == wide.bytes_per_page
     k = torch.randn(3, shape.num_kv_heads, shape.head_dim)
     v = torch.randn(3, shape.num_kv_heads, shape.head_dim) * 1000
     slots = torch.tensor([8, 9, 31])

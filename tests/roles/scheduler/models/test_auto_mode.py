@@ -24,7 +24,7 @@ from tests.tiny_checkpoint import write_tiny_llama
 pytestmark = needs_kernels
 
 
-def _native_and_torch_logits(model, shape, prompts, steps, kv_dtype=torch.float32):
+def _native_and_torch_logits(model, shape, prompts, steps, kv_dtype=np.float32):
     continuations, _ = greedy_decode_with_logits(model, shape, prompts, steps)
     native_logits = forced_decode_logits(model, shape, prompts, continuations, kv_dtype=kv_dtype)
     model._native_decode = False  # the op-by-op path for every step
@@ -64,7 +64,7 @@ def _attention_prompts(many: bool) -> list[list[int]]:
 
 
 @pytest.mark.parametrize("many", [False, True], ids=["few-sequences", "many-sequences"])
-@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("kv_dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("dims", sorted(ATTENTION_SHAPES))
 def test_one_call_attention_equals_the_op_by_op_path_for_each_head_layout_and_kv_dtype(
     tmp_path, dims, kv_dtype, many
@@ -77,7 +77,7 @@ def test_one_call_attention_equals_the_op_by_op_path_for_each_head_layout_and_kv
     assert model.native_decode_plan() is not None
     prompts = _attention_prompts(many)
     native_logits, torch_logits = _native_and_torch_logits(model, shape, prompts, steps=14, kv_dtype=kv_dtype)
-    bound = 1e-4 if kv_dtype == torch.float32 else 2e-3
+    bound = 1e-4 if kv_dtype == np.float32 else 2e-3
     for ours, theirs in zip(native_logits, torch_logits, strict=True):
         assert torch.allclose(ours, theirs, atol=bound, rtol=bound)
 
@@ -160,7 +160,7 @@ PROMPTS = [  # 16 prompts of token ids: English, code, numbers, chat-like, rando
 MIN_TOP1_AGREEMENT = 0.98
 
 
-@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("kv_dtype", [np.float32, np.float16])
 def test_auto_agrees_with_exact_float32(bundled_auto, kv_dtype):
     """Teacher forced on exact's greedy tokens: the prompt through the prefill path, then one-call decode steps;
     over a float32 KV cache, and over a float16 one (exact's stays float32)."""
