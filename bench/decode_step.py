@@ -25,6 +25,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from roles.protocol import SamplingFields  # noqa: E402
 from roles.scheduler.engine.core import Engine  # noqa: E402
 from roles.scheduler.engine.settings import engine_config  # noqa: E402
+from roles.scheduler.kernels import native  # noqa: E402
 from roles.scheduler.loading.from_file import load_model  # noqa: E402
 from roles.scheduler.sched.step_inputs import build_forward_batch  # noqa: E402
 
@@ -95,7 +96,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     models = {mode: load_model("smollm2", weight_dtype=mode) for mode in ("exact", "auto")}
-    print(f"threads={torch.get_num_threads()} context={args.context} tokens; ms per decode step (best of 7)")
+    print(f"threads={native.threads()} context={args.context} tokens; ms per decode step (best of 7)")
     print(
         f"{'batch':>5} {'path':>10} {'acts':>7} {'kv':>7} {'exact':>8} {'auto':>8} {'speed-up':>9} {'auto: linears alone':>20}"
         f" {'auto: the rest':>15}"

@@ -48,8 +48,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+        native.set_threads(args.threads)
     weights = args.out * IN_FEATURES
-    print(f"linear ({args.out} x {IN_FEATURES}), {torch.get_num_threads()} threads; per call (weights/ns)")
+    print(f"linear ({args.out} x {IN_FEATURES}), {native.threads()} threads; per call (weights/ns)")
     print(f"{'type':<8}" + "".join(f" {'rows=' + str(r):>22}" for r in args.rows))
     reference = torch.randn(args.out, IN_FEATURES)
     line = f"{'torch f32':<8}"

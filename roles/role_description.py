@@ -19,8 +19,9 @@ class RoleDescription:
     summary: str  # one line: what the role does (inspect, README)
     collector: str | None  # "package.module:Class" of its metrics collector, if it has one
     serves_requests: bool  # requests wait on it: while it is late or down, /health answers 503
-    # Its entry module's imports dominate its start-up (torch): its processes are forked from a parent that
-    # imported that module while the launcher was still starting (launcher/preloaded_parent.py).
+    # Its processes are forked from a parent that imported its entry module while the launcher was still
+    # starting (launcher/preloaded_parent.py). That module must not import torch: the parent imports every
+    # preloading role's module, whatever the configuration runs, and torch would put 1.5 s before any fork.
     preload: bool
 
     def __init__(

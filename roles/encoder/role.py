@@ -8,5 +8,4 @@ ROLE = RoleDescription(
     "roles.encoder.process:main",
     "embedding model for /v1/embeddings",
     serves_requests=True,
-    preload=True,
 )

@@ -7,5 +7,4 @@ ROLE = RoleDescription(
     ("model", "exec", "expert_backup", "observability"),
     "roles.expert_backup.process:main",
     "holds every expert of the MoE model in shared memory; ranks take their experts from it, a rebalance too",
-    preload=True,
 )

@@ -275,10 +275,15 @@ class GGUFCheckpoint:
         return data[expert * expert_rows : (expert + 1) * expert_rows]
 
     def tensor(self, gguf_name: str, expert: int | None = None):
-        """A torch float32 tensor in torch layout (rows = out_features), Q/K rows un-permuted; of a 3-D stack of
-        experts' weights, the weight of one ``expert``.
+        """``array`` as a torch tensor (torch is imported here, not at module level: the tokenizer reads
+        metadata and never needs it)."""
+        import torch
 
-        torch is imported here, not at module level: the tokenizer reads metadata and never needs it."""
+        return torch.from_numpy(self.array(gguf_name, expert))
+
+    def array(self, gguf_name: str, expert: int | None = None) -> np.ndarray:
+        """A float32 array in torch layout (rows = out_features), Q/K rows un-permuted; of a 3-D stack of
+        experts' weights, the weight of one ``expert``. A new array, not a view of the file."""
         from gguf import GGMLQuantizationType
         from gguf.quants import dequantize
 
@@ -299,9 +304,7 @@ class GGUFCheckpoint:
         heads = self._rope_heads(gguf_name)
         if heads is not None:
             values = unpermute_rope_rows(values, heads)
-        import torch
-
-        return torch.from_numpy(np.array(values, dtype=np.float32, copy=True))
+        return np.array(values, dtype=np.float32, copy=True)
 
     def raw_tensor(self, gguf_name: str, expert: int | None = None) -> RawQuantTensor:
         """The GGUF blocks of a 2-D weight of any supported type (or of one ``expert``'s in a 3-D stack), for

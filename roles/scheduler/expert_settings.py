@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
-from roles.scheduler.expert_stats.recorder import NoopRecorder, make_recorder
-from roles.scheduler.expert_stats.reporter import BalancednessReporter
-from roles.scheduler.moe.placement import ExpertPlacement
+from roles.scheduler.expert_stats.noop_recorder import NoopRecorder
 from runtime_context import (
     exports_expert_balancedness_to_prometheus,
     get_exec,
     logs_expert_balancedness_to_server_log,
     reports_expert_balancedness,
 )
+
+if TYPE_CHECKING:  # a dense model's scheduler (no placement) never imports them, nor torch through them
+    from roles.scheduler.expert_stats.reporter import BalancednessReporter
+    from roles.scheduler.moe.placement import ExpertPlacement
 
 
 def recorder_from_context(placement: ExpertPlacement | None, counts_needed: bool = False) -> NoopRecorder:
@@ -25,6 +28,8 @@ def recorder_from_context(placement: ExpertPlacement | None, counts_needed: bool
         mode = "stat"
     if placement is None:
         return NoopRecorder()
+    from roles.scheduler.expert_stats.recorder import make_recorder
+
     return make_recorder(mode, placement, moe.expert_distribution_recorder_buffer_size)
 
 
@@ -32,6 +37,8 @@ def reporter_from_context(placement: ExpertPlacement | None) -> BalancednessRepo
     """None for a dense model or report mode off."""
     if placement is None or not reports_expert_balancedness():
         return None
+    from roles.scheduler.expert_stats.reporter import BalancednessReporter
+
     log_every = (
         get_exec().moe.expert_balancedness_log_every if logs_expert_balancedness_to_server_log() else None
     )

@@ -19,7 +19,6 @@ from roles.scheduler.expert_settings import (
 from roles.scheduler.kv_cache.kv_groups import kv_pool_facts
 from roles.scheduler.loading.sources import model_from_sources
 from roles.scheduler.loading.weight_report import report_kernel_path, report_weight_formats
-from roles.scheduler.moe.placement import ExpertPlacement
 from roles.scheduler.server.scheduler_server import SchedulerServer
 from runtime_context import get_parallel
 
@@ -66,6 +65,8 @@ def main(link: ChildLink) -> None:
     if engine.expert_shard is not None:
         placement = engine.expert_shard.placement
     elif engine.shape.num_experts:
+        from roles.scheduler.moe.placement import ExpertPlacement
+
         placement = ExpertPlacement.contiguous(engine.shape.num_layers, engine.shape.num_experts)
     else:
         placement = None

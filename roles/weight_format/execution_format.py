@@ -14,14 +14,20 @@
 Linear leaves and kinds: ``linear_tensors``. The scheduler builds its model from the ModelShape and loads
 these tensors into it; the weight_cache_daemon shares them without building any module. Norm weights are
 stored as the multiplier the decoder applies: a Gemma folder's w becomes 1 + w here (its GGUF has it so).
+
+In ``auto`` the state is built of numpy arrays (the file's blocks as views of its map, float32 vectors), and
+of torch tensors only for a weight the kernels cannot run; the other modes convert in torch.
+``load_execution_weights`` hands every value over as a torch tensor (no copy) unless asked for the arrays,
+which the one-call kernel step (``NativeModel``) runs without importing torch.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-import torch
+import numpy as np
 
 from roles.model_files.checkpoint import open_checkpoint
 from roles.model_files.families.registry import family_named
@@ -38,15 +44,37 @@ EMBEDDING = "model.embed_tokens.weight"
 @dataclass
 class ExecutionWeights:
     shape: ModelShape
-    state: dict[str, torch.Tensor]
+    state: dict  # name -> torch tensor, or (arrays=True) numpy array where the auto state has one
     eos_token_ids: list[int]
 
 
-def _float(weights: WeightSource, name: str) -> torch.Tensor:
-    return weights.float_tensor(name).contiguous()
+def _float(weights: WeightSource, name: str, arrays: bool):
+    """A float32 weight: a numpy array when ``arrays``, else a torch tensor."""
+    return weights.float_array(name) if arrays else weights.float_tensor(name).contiguous()
 
 
-def _head(shape: ModelShape, weights: WeightSource, weight_dtype: str) -> dict[str, torch.Tensor]:
+def _concatenated(vectors: list):
+    if isinstance(vectors[0], np.ndarray):
+        return np.concatenate(vectors)
+    import torch
+
+    return torch.cat(vectors)
+
+
+def as_tensors(state: dict) -> dict:
+    """Every numpy value of ``state`` as a torch tensor over the same memory (the file's map is read-only, and
+    nothing writes the weights)."""
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return {
+            name: torch.from_numpy(value) if isinstance(value, np.ndarray) else value
+            for name, value in state.items()
+        }
+
+
+def _head(shape: ModelShape, weights: WeightSource, weight_dtype: str) -> dict:
     """The vocabulary projection's tensors; none when auto or exact reuse the embedding table (tied)."""
     name = "lm_head.weight"
     if shape.tie_word_embeddings or not weights.has(name):
@@ -68,28 +96,30 @@ def execution_state(
     weights,
     weight_dtype: str,
     experts_of_layer: Callable[[int], Collection[int]] | None = None,
-) -> dict[str, torch.Tensor]:
+) -> dict:
     """Every tensor of the model in ``weight_dtype``'s format, from HF-named weights (dict or WeightSource);
-    of a mixture's experts, only ``experts_of_layer(layer)`` when given."""
+    of a mixture's experts, only ``experts_of_layer(layer)`` when given. ``auto``: numpy arrays but where a
+    weight falls back to float32 (module docstring)."""
     choices = SETTINGS["exec.weight_dtype"].choices
     if weight_dtype not in choices:
         raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {choices} (exec.weight_dtype)")
     weights = as_weight_source(weights)
-    state: dict[str, torch.Tensor] = {}
+    state: dict = {}
+    arrays = weight_dtype == "auto"
 
-    def put(prefix: str, tensors: dict[str, torch.Tensor]) -> None:
+    def put(prefix: str, tensors: dict) -> None:
         state.update({prefix + leaf: tensor for leaf, tensor in tensors.items()})
 
     family = family_named(shape.architecture)
     shift = family.norm_offset if weights.shifts_norms else 0.0
 
-    def norm(name: str) -> torch.Tensor:
-        return _float(weights, name) + shift if shift else _float(weights, name)
+    def norm(name: str):
+        return _float(weights, name, arrays) + shift if shift else _float(weights, name, arrays)
 
     if weight_dtype == "auto":
         put("embedding.", linear_tensors(weights, [EMBEDDING], "auto"))
     else:
-        state["embed_tokens"] = _float(weights, EMBEDDING)
+        state["embed_tokens"] = _float(weights, EMBEDDING, arrays)
     for index in range(shape.num_layers):
         experts = None if experts_of_layer is None else experts_of_layer(index)
         put(f"layers.{index}.", _layer_state(shape, family, weights, index, weight_dtype, norm, experts))
@@ -98,7 +128,7 @@ def execution_state(
     return state
 
 
-def _layer_state(shape, family, weights, index, weight_dtype, norm, experts) -> dict[str, torch.Tensor]:
+def _layer_state(shape, family, weights, index, weight_dtype, norm, experts) -> dict:
     """One decoder layer's tensors, named as the module under "layers.<index>." holds them."""
     source = f"model.layers.{index}."
 
@@ -120,16 +150,19 @@ def _layer_state(shape, family, weights, index, weight_dtype, norm, experts) -> 
         prefixed("qkv_proj.", linear_tensors(weights, [name + ".weight" for name in qkv], weight_dtype))
     )
     if shape.attention_bias:
-        state["qkv_bias"] = torch.cat([_float(weights, named(key) + ".bias") for key in ("q", "k", "v")])
+        state["qkv_bias"] = _concatenated(
+            [_float(weights, named(key) + ".bias", weight_dtype == "auto") for key in ("q", "k", "v")]
+        )
     state.update(prefixed("o_proj.", linear_tensors(weights, [named("o") + ".weight"], weight_dtype)))
     state.update(mlp_tensors(shape, family, weights, source, weight_dtype, experts))
     return state
 
 
 def load_execution_weights(
-    path: str, weight_dtype: str, select_experts: ExpertSelection | None = None
+    path: str, weight_dtype: str, select_experts: ExpertSelection | None = None, arrays: bool = False
 ) -> ExecutionWeights:
-    """Open the checkpoint at ``path`` once and convert it: shape, tensors and eos ids."""
+    """Open the checkpoint at ``path`` once and convert it: shape, tensors and eos ids. ``arrays``: the state
+    as built (numpy arrays in auto), else every value a torch tensor."""
     checkpoint = open_checkpoint(path)
     if isinstance(checkpoint, GGUFCheckpoint):
         weights: WeightSource = GGUFWeights(checkpoint)
@@ -138,4 +171,4 @@ def load_execution_weights(
     shape = checkpoint.shape()
     experts_of_layer = None if select_experts is None else select_experts(shape)
     state = execution_state(shape, weights, weight_dtype, experts_of_layer)
-    return ExecutionWeights(shape, state, checkpoint.eos_token_ids())
+    return ExecutionWeights(shape, state if arrays else as_tensors(state), checkpoint.eos_token_ids())

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-import torch
-
 from roles.model_files.families.family import Family
 from roles.model_files.model_shape import ModelShape
 from roles.weight_format.linear_tensors import linear_tensors
@@ -29,7 +27,7 @@ def swiglu_tensors(weights: WeightSource, gate: str, up: str, down: str, weight_
     return {**tensors, **prefixed("down_proj.", linear_tensors(weights, [down], weight_dtype))}
 
 
-def prefixed(prefix: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def prefixed(prefix: str, tensors: dict) -> dict:
     """``tensors`` with ``prefix`` before each name (a module's state under its attribute)."""
     return {prefix + name: tensor for name, tensor in tensors.items()}
 

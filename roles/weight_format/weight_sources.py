@@ -1,18 +1,23 @@
 """Uniform access to a checkpoint's tensors under HF Llama names, whatever the file format.
 
-The model asks for float32 tensors; the kernels' linears instead ask for a weight as the checkpoint stores it
-(``raw_tensor``): a GGUF's blocks of any type, or an HF folder's bf16 / f16 / f32 rows.
+The model asks for float32 tensors (``float_tensor``, torch) or arrays (``float_array``, numpy: norms and biases
+of a model the kernels run whole); the kernels' linears instead ask for a weight as the checkpoint stores it
+(``raw_tensor``): a GGUF's blocks of any type, or an HF folder's bf16 / f16 / f32 rows. torch is imported only
+by what returns tensors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import torch
+import numpy as np
 
 from roles.model_files.gguf_checkpoint import GGUFCheckpoint, RawQuantTensor
-from roles.model_files.hf_checkpoint import HFCheckpoint
 from roles.model_files.model_path import ModelFileError
+
+if TYPE_CHECKING:
+    from roles.model_files.hf_checkpoint import HFCheckpoint
 
 
 class WeightSource:
@@ -23,16 +28,22 @@ class WeightSource:
 
     shifts_norms = True
 
-    def __init__(self, tensors: Mapping[str, torch.Tensor]):
+    def __init__(self, tensors: Mapping):
         self._tensors = tensors
 
     def has(self, name: str) -> bool:
         return name in self._tensors
 
-    def float_tensor(self, name: str) -> torch.Tensor:
+    def float_tensor(self, name: str):
+        import torch
+
         if name not in self._tensors:
             raise ModelFileError(f"weights lack tensor {name!r}")
         return self._tensors[name].to(torch.float32)
+
+    def float_array(self, name: str) -> np.ndarray:
+        """The weight as a float32 numpy array."""
+        return self.float_tensor(name).numpy()
 
     def raw_tensor(self, name: str) -> RawQuantTensor | None:
         return None
@@ -53,17 +64,19 @@ class GGUFWeights(WeightSource):
     def has(self, name: str) -> bool:
         return name in self._sources
 
-    def float_tensor(self, name: str) -> torch.Tensor:
+    def float_tensor(self, name: str):
+        import torch
+
+        return torch.from_numpy(self.float_array(name))
+
+    def float_array(self, name: str) -> np.ndarray:
         if name not in self._sources:
             raise ModelFileError(f"{self.checkpoint.path}: no tensor for {name!r}")
-        return self.checkpoint.tensor(*self._sources[name])
+        return self.checkpoint.array(*self._sources[name])
 
     def raw_tensor(self, name: str) -> RawQuantTensor | None:
         source = self._sources.get(name)
         return None if source is None else self.checkpoint.raw_tensor(*source)
-
-
-_STORED_TYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
 
 
 class HFWeights(WeightSource):
@@ -74,13 +87,15 @@ class HFWeights(WeightSource):
     def has(self, name: str) -> bool:
         return name in self._names
 
-    def float_tensor(self, name: str) -> torch.Tensor:
+    def float_tensor(self, name: str):
         return self.checkpoint.tensor(name)
 
     def raw_tensor(self, name: str) -> RawQuantTensor | None:
         """A 2-D weight's rows as the folder stores them (bf16, f16 or f32), for the kernels to run as is."""
+        import torch
+
         tensor = self.checkpoint.stored_tensor(name)
-        type_name = _STORED_TYPES.get(tensor.dtype)
+        type_name = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}.get(tensor.dtype)
         if type_name is None or tensor.dim() != 2:
             return None
         rows = tensor.contiguous().view(torch.uint8).numpy()

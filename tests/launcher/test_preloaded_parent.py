@@ -1,5 +1,6 @@
-"""The preloaded parent imports the modules of the roles that preload (torch's), and those imports must work
-in a process that has published no configuration: a module that read a setting at import would fail there."""
+"""The preloaded parent imports the modules of the roles that preload (the scheduler's), without torch, and
+those imports must work in a process that has published no configuration: a module that read a setting at
+import would fail there."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from launcher.preloaded_parent import preload_modules
 from launcher.role_list import ROLES
 
 
-def test_the_roles_that_import_torch_preload_and_the_others_do_not():
+def test_the_scheduler_preloads_and_the_roles_that_import_torch_do_not():
     modules = preload_modules(ROLES)
     assert "roles.scheduler.process" in modules
-    assert "roles.encoder.process" in modules
+    assert "roles.encoder.process" not in modules  # torch: spawned, importing it beside the preload
     assert "roles.tokenizer.process" not in modules  # spawned: its imports run beside the preload
     assert modules[:2] == ["__main__", "roles.child_process"]
 
@@ -42,11 +43,16 @@ def test_the_console_script_starts_the_parent_only_for_a_command_line_that_serve
 
 def test_the_console_script_and_the_preload_import_little_before_they_start():
     """The console script starts the parent before it imports the launcher (so the parent's imports run
-    beside the launcher's), and the scheduler's preload leaves the grammar engine to the first grammar."""
+    beside the launcher's), and the preload imports no torch and leaves the grammar engine to the first
+    grammar."""
     code = (
-        "import sys, launcher.entry\n"
+        "import sys, importlib, launcher.entry\n"
+        "from launcher.preloaded_parent import preload_modules\n"
+        "from launcher.role_list import ROLES\n"
         "assert 'launcher.cli' not in sys.modules and 'torch' not in sys.modules, 'entry'\n"
-        "import roles.scheduler.process\n"
+        "for name in preload_modules(ROLES)[1:]:\n"
+        "    importlib.import_module(name)\n"
+        "assert 'torch' not in sys.modules, 'torch'\n"
         "assert 'llguidance' not in sys.modules, 'llguidance'\n"
     )
     result = subprocess.run(

@@ -15,16 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from roles.protocol import SamplingFields
 from roles.scheduler.engine.eos_ids import eos_token_ids
-from roles.scheduler.expert_stats.recorder import NoopRecorder
-from roles.scheduler.expert_stats.reporter import BalancednessReporter
+from roles.scheduler.expert_stats.noop_recorder import NoopRecorder
 from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache.kv_groups import build_kv_groups, kv_cache_of
-from roles.scheduler.models.block_linear import prepare_kernel_views
-from roles.scheduler.models.rotary import long_rope_from
+from roles.scheduler.models.rope_frequencies import long_rope_from
 from roles.scheduler.sampling.sampler import Sampler, logits_array
 from roles.scheduler.sampling.token_constraints import GrammarFailure, TokenConstraints, advance
 from roles.scheduler.sched.batch_scheduler import BatchScheduler
@@ -35,6 +32,7 @@ from roles.scheduler.speculative.choice import build_speculator
 from roles.scheduler.speculative.speculator import Speculator, first_logit_rows
 
 if TYPE_CHECKING:
+    from roles.scheduler.expert_stats.reporter import BalancednessReporter
     from roles.scheduler.moe.shard_view import ShardFor
 
 
@@ -47,7 +45,7 @@ class EngineConfig:
     weight_dtype: str
     kernel_isa: str  # the CPU kernels' instruction set: auto, or a path to force
     activation_dtype: str  # float32 | int16 | int8: how the kernels multiply quantised weights
-    threads: int  # 0: leave torch's thread count as it is
+    threads: int  # compute threads of the kernels and torch; 0: the physical cores (native.default_threads)
     max_running_requests: int
     max_queued_requests: int  # waiting beyond the running ones; past both, submit raises QueueFull
     chunked_prefill_size: int  # new tokens per step, prefill chunks and decodes together
@@ -92,24 +90,23 @@ class Engine:
             raise ValueError(
                 f"kv_cache_tokens must be >= page_size >= 1; got {config.kv_cache_tokens} and {config.page_size}"
             )
-        if config.threads:  # the one place a scheduler sets its compute threads
-            torch.set_num_threads(config.threads)
+        # The one place a scheduler sets its compute threads (torch's too, once a torch model is loaded).
+        native.set_threads(config.threads)
         if config.weight_dtype == "auto" and native.unavailable_reason() is None:
             native.select_isa(config.kernel_isa)
             native.set_activation_dtype(config.activation_dtype)
         loaded_here = model_and_shape is None
         if loaded_here:
-            from roles.scheduler.loading.from_file import load_model
+            from roles.scheduler.loading.from_file import load_engine_model
 
-            model_and_shape = load_model(
+            model_and_shape = load_engine_model(
                 config.model_path,
                 weight_dtype=config.weight_dtype,
                 expert_shard_for=expert_shard_for,
             )
         self.config = config
         self.model, self.shape = model_and_shape
-        if isinstance(self.model, torch.nn.Module) and native.unavailable_reason() is None:
-            prepare_kernel_views(self.model)
+        _prepare(self.model, config.threads)
         self.eos_token_ids = eos_token_ids(self.model, config.model_path if loaded_here else None)
         num_pages = config.kv_cache_tokens // config.page_size + 1  # + the reserved page 0
         self.kv_groups = build_kv_groups(self.shape, config)
@@ -223,24 +220,19 @@ class Engine:
             rows = [i for i in rows if not drafts[i]]
             logit_rows = [starts[i] for i in rows]
         masks = self.constraints.start_masks(batch.requests, rows)  # made during the forward
-        with torch.inference_mode():
-            logits = self._run_pass(forward_batch)
-            self.scheduler.on_computed(batch)
-            for i in drafted:
-                draft = drafts[i]
-                self._emit_verified(
-                    batch.requests[i], logits[starts[i] : starts[i] + len(draft) + 1], draft, outputs
-                )
-            if not rows:
-                return outputs
-            requests = (
-                batch.requests if len(rows) == len(batch.requests) else [batch.requests[i] for i in rows]
-            )
-            if len(logit_rows) != logits.shape[0]:
-                logits = logits[logit_rows]
-            if masks is not None:
-                self.constraints.apply(logits, masks, rows)
-            sampled = self.sampler.sample(logits, requests)
+        logits = self._run_pass(forward_batch)
+        self.scheduler.on_computed(batch)
+        for i in drafted:
+            draft = drafts[i]
+            self._emit_verified(batch.requests[i], logits[starts[i] : starts[i] + len(draft) + 1], draft, outputs)
+        if not rows:
+            return outputs
+        requests = batch.requests if len(rows) == len(batch.requests) else [batch.requests[i] for i in rows]
+        if len(logit_rows) != logits.shape[0]:
+            logits = logits[logit_rows]
+        if masks is not None:
+            self.constraints.apply(logits, masks, rows)
+        sampled = self.sampler.sample(logits, requests)
         for request, token_id, logprobs in zip(requests, sampled.token_ids, sampled.logprobs, strict=True):
             if isinstance(request.matcher, GrammarFailure):
                 outputs.append(self._end(request, "error", request.matcher.message))
@@ -358,3 +350,23 @@ class Engine:
             "is_full": int(self.scheduler.is_full),  # a new request would be refused (QueueFull)
             **(self.speculator.stats() if self.speculator is not None else Speculator.NO_STATS),
         }
+
+
+def _prepare(model, threads: int) -> None:
+    """The model's kernel views built (and their packed tiles made) before the first request; a torch model
+    also gets the engine's thread count. A NativeModel needs no torch, and this imports none for it."""
+    from roles.scheduler.models.native_model import NativeModel
+
+    if isinstance(model, NativeModel):
+        from roles.scheduler.models.kernel_linear import prepare_views
+
+        prepare_views(model.linears())
+        return
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    if isinstance(model, torch.nn.Module) and native.unavailable_reason() is None:
+        from roles.scheduler.models.block_linear import prepare_kernel_views
+
+        prepare_kernel_views(model)

@@ -15,7 +15,7 @@ import os
 import time
 
 from roles.protocol import ExpertCommand, ExpertCommandReply
-from roles.scheduler.expert_stats.recorder import NoopRecorder, RecorderOff
+from roles.scheduler.expert_stats.noop_recorder import NoopRecorder, RecorderOff
 
 ACTIONS = ("start", "stop", "dump")
 

@@ -18,48 +18,10 @@ from collections import deque
 
 import torch
 
+from roles.scheduler.expert_stats.noop_recorder import NoopRecorder, RecorderOff  # noqa: F401 (re-exported)
 from roles.scheduler.moe.placement import ExpertPlacement
 
 MODES = ("off", "stat", "per_pass", "per_token")
-
-
-class RecorderOff(RuntimeError):
-    pass
-
-
-class NoopRecorder:
-    """`off`: every hook is an empty call; start/stop/dump explain how to turn recording on."""
-
-    mode = "off"
-    counts_passes = False
-
-    def begin_pass(self, pass_id: int, positions: torch.Tensor | None = None) -> None:
-        pass
-
-    def on_route(self, layer: int, topk_ids: torch.Tensor) -> None:
-        pass
-
-    def end_pass(self) -> torch.Tensor | None:
-        return None
-
-    def set_placement(self, placement: ExpertPlacement) -> None:
-        pass
-
-    def _refuse(self) -> None:
-        raise RecorderOff(
-            "the expert distribution recorder is off: set exec.moe.expert_distribution_recorder_mode "
-            "to stat, per_pass or per_token"
-        )
-
-    def start(self) -> None:
-        self._refuse()
-
-    def stop(self) -> None:
-        self._refuse()
-
-    def dump(self) -> dict:
-        self._refuse()
-        return {}
 
 
 class CountingRecorder(NoopRecorder):

@@ -1,7 +1,10 @@
 """The ctypes face of the CPU kernel library: struct mirrors of cpu_kernels.cpp and its entry points.
 
 ctypes releases the GIL for every call. The library is found next to this file (built by setup.py during
-``pip install``); ``unavailable_reason()`` says why it cannot be used, or None when it can.
+``pip install``); ``unavailable_reason()`` says why it cannot be used, or None when it can. Weights and
+buffers are numpy arrays (or torch tensors, whose addresses serve as well): the module imports no torch, so
+a scheduler running the one-call step alone never loads it; ``linear_forward`` and ``weight_rows``, the
+op-by-op torch model's calls, import it when called.
 """
 
 from __future__ import annotations
@@ -9,10 +12,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib.machinery
+import os
 import pathlib
 
 import numpy as np
-import torch
+import psutil
 
 from roles.scheduler.kernels.isa import missing_flags, path_for
 
@@ -164,13 +168,10 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def linear_view(
-    parts: list[tuple[int, torch.Tensor]],
-    in_features: int,
-    packed: list[torch.Tensor | None] | None = None,
-) -> RsLinear:
-    """The C view of a weight whose output rows are ``parts``: (ggml type id, (rows, row bytes) uint8 blocks),
-    stacked in order, and per part its packed_rows or None. The tensors must outlive the view."""
+def linear_view(parts: list[tuple[int, object]], in_features: int, packed: list | None = None) -> RsLinear:
+    """The C view of a weight whose output rows are ``parts``: (ggml type id, (rows, row bytes) uint8 blocks,
+    an array or tensor), stacked in order, and per part its packed_rows or None. The arrays must outlive the
+    view."""
     if not 0 < len(parts) <= MAX_PARTS:
         raise ValueError(f"a kernel linear has 1 to {MAX_PARTS} parts; got {len(parts)}")
     view = RsLinear(sum(blocks.shape[0] for _, blocks in parts), in_features, len(parts), 0)
@@ -179,24 +180,34 @@ def linear_view(
         view.parts[index] = RsPart(
             type_id,
             blocks.shape[0],
-            blocks.stride(0),
-            blocks.data_ptr(),
-            None if tiles is None else tiles.data_ptr(),
+            _row_stride(blocks),
+            address(blocks),
+            None if tiles is None else address(tiles),
         )
     return view
 
 
-def packed_rows(type_id: int, blocks: torch.Tensor) -> torch.Tensor | None:
+def _row_stride(blocks) -> int:
+    """Bytes from one row of a 2-D uint8 array (or tensor) to the next."""
+    return blocks.strides[0] if isinstance(blocks, np.ndarray) else blocks.stride(0)
+
+
+def _is_contiguous(blocks) -> bool:
+    return blocks.flags.c_contiguous if isinstance(blocks, np.ndarray) else blocks.is_contiguous()
+
+
+def packed_rows(type_id: int, blocks) -> np.ndarray | None:
     """A part's whole tiles of PACKED_TILE_ROWS rows repacked for linears with integer activations
-    (packed_layout.h: the blocks' codes and scales column by column), as bytes; None for a type the kernels
-    take only as the file stores it, or a part of fewer than PACKED_TILE_ROWS rows."""
+    (packed_layout.h: the blocks' codes and scales column by column), as uint8; None for a type the kernels
+    take only as the file stores it, or a part of fewer than PACKED_TILE_ROWS rows. ``blocks``: (rows, row
+    bytes) uint8, an array or tensor."""
     lib = library()
     rows, row_bytes = blocks.shape
-    size = lib.rs_packed_bytes(type_id, rows, row_bytes) if blocks.is_contiguous() else 0
+    size = lib.rs_packed_bytes(type_id, rows, row_bytes) if _is_contiguous(blocks) else 0
     if size == 0:
         return None
-    out = torch.empty(size, dtype=torch.uint8)
-    lib.rs_pack_rows(type_id, rows, row_bytes, blocks.data_ptr(), out.data_ptr())
+    out = np.empty(size, dtype=np.uint8)
+    lib.rs_pack_rows(type_id, rows, row_bytes, address(blocks), out.ctypes.data)
     return out
 
 
@@ -249,22 +260,45 @@ def set_activation_dtype(name: str) -> None:
     library().rs_set_activation_dtype(ACTIVATION_DTYPES.index(name))
 
 
-def linear_forward(weight: RsLinear, x: torch.Tensor) -> torch.Tensor:
-    """x (M, k) float32 contiguous -> (M, n) float32."""
+def default_threads() -> int:
+    """The compute threads a call takes unless set_threads chose: the physical cores this process may run on."""
+    available = len(os.sched_getaffinity(0))
+    physical = psutil.cpu_count(logical=False) or available
+    return max(1, min(available, physical))
+
+
+_threads = [0]  # 0: default_threads()
+
+
+def threads() -> int:
+    return _threads[0] or default_threads()
+
+
+def set_threads(count: int) -> None:
+    """Every kernel call from now on runs ``count`` threads (0: default_threads()); process-wide."""
+    if count < 0:
+        raise ValueError(f"thread count must be >= 0; got {count}")
+    _threads[0] = count
+
+
+def linear_forward(weight: RsLinear, x):
+    """x (M, k) float32 contiguous torch tensor -> (M, n) float32 tensor (the op-by-op torch model's call)."""
+    import torch
+
     out = torch.empty(x.shape[0], weight.n, dtype=torch.float32)
-    library().rs_linear_forward(
-        ctypes.byref(weight), x.data_ptr(), x.shape[0], out.data_ptr(), torch.get_num_threads()
-    )
+    library().rs_linear_forward(ctypes.byref(weight), x.data_ptr(), x.shape[0], out.data_ptr(), threads())
     return out
 
 
-def weight_rows(weight: RsLinear, ids: torch.Tensor) -> torch.Tensor:
-    """ids (T,) int64 contiguous -> (T, k) float32 rows of the weight."""
+def weight_rows(weight: RsLinear, ids):
+    """ids (T,) int64 contiguous torch tensor -> (T, k) float32 tensor of the weight's rows."""
+    import torch
+
     out = torch.empty(ids.shape[0], weight.k, dtype=torch.float32)
     library().rs_weight_rows(ctypes.byref(weight), ids.data_ptr(), ids.shape[0], out.data_ptr())
     return out
 
 
 def decode_step(model: RsModel, batch: RsDecodeBatch) -> None:
-    if library().rs_decode_step(ctypes.byref(model), ctypes.byref(batch), torch.get_num_threads()) != 0:
+    if library().rs_decode_step(ctypes.byref(model), ctypes.byref(batch), threads()) != 0:
         raise MemoryError("decode step could not allocate its scratch memory")

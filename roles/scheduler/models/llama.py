@@ -177,24 +177,12 @@ class LlamaForCausalLM(nn.Module):
 
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, kv: KVCache | GroupedKVCache) -> torch.Tensor:
-        """Logits (B, vocab) float32 for the tokens at ``batch.logits_indices``.
-
-        With a one-call plan (auto), the whole step runs through it, prefill chunks as one-token rows; when a
-        long chunk over a long context would not fit its score buffer, the decodes still do and the chunks
-        run op by op."""
+        """Logits (B, vocab) float32 for the tokens at ``batch.logits_indices``: with a one-call plan (auto), the
+        whole step through it, prefill chunks as one-token rows; else op by op."""
         native_plan = self.native_decode_plan()
         if native_plan is None:
             return self.forward_ops(batch, kv)
-        if batch.is_decode_only or native_plan.fits(batch):
-            return torch.from_numpy(native_plan.forward(batch, kv))
-        decodes = [s for s, query_len in enumerate(batch.query_lens) if query_len == 1]
-        if not decodes:
-            return self.forward_ops(batch, kv)
-        prefills = [s for s, query_len in enumerate(batch.query_lens) if query_len != 1]
-        logits = torch.empty(len(batch.query_lens), self.shape.vocab_size, dtype=torch.float32)
-        logits[decodes] = torch.from_numpy(native_plan.forward(batch.select(decodes), kv))
-        logits[prefills] = self.forward_ops(batch.select(prefills), kv)
-        return logits
+        return torch.from_numpy(native_plan.forward(batch, kv))
 
     @torch.inference_mode()
     def idle_pass(self) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-import torch
 
 from roles.scheduler.kernels import native
 from roles.scheduler.kv_cache.paged_kv import KVCache
@@ -28,7 +27,7 @@ def _layer_linears(layer) -> list:
 
 def _pointer(vector) -> int | None:
     """A float32 vector's address for the C struct, or None (NULL) when the layer has no such vector."""
-    return None if vector is None else vector.data_ptr()
+    return None if vector is None else native.address(vector)
 
 
 # Attention scores the call may hold (rows x heads x longest context, float32): 64 MiB.
@@ -43,11 +42,11 @@ class NativeDecodePlan:
             views = [module.kernel_view() for module in _layer_linears(layer)]
             optional = [_pointer(layer.qkv_bias), _pointer(layer.q_norm), _pointer(layer.k_norm)]
             layers[index] = native.RsLayer(
-                layer.input_norm.data_ptr(), layer.post_attention_norm.data_ptr(), *views, *optional
+                _pointer(layer.input_norm), _pointer(layer.post_attention_norm), *views, *optional
             )
         self.embed = model.embedding.kernel_view()
         self.head = self.embed if model.lm_head is None else model.lm_head.kernel_view()
-        self.inv_freq = model.rotary.inv_freq.to(torch.float32).contiguous()
+        self.inv_freq = np.ascontiguousarray(np.asarray(model.rotary.inv_freq), dtype=np.float32)
         self.layers = layers  # the structs must outlive every call that points at them
         self.model = native.RsModel(
             shape.num_layers,
@@ -62,9 +61,9 @@ class NativeDecodePlan:
             0.0,
             ctypes.pointer(self.embed),
             ctypes.pointer(self.head),
-            model.norm.data_ptr(),
+            _pointer(model.norm),
             layers,
-            self.inv_freq.data_ptr(),
+            self.inv_freq.ctypes.data,
         )
 
     @staticmethod
@@ -91,44 +90,68 @@ class NativeDecodePlan:
             getattr(m, "kernel_view", None) is not None and m.kernel_view() is not None for m in modules
         )
 
-    def fits(self, batch: ForwardBatch) -> bool:
-        """Whether the call's attention scores (a row per token, per head, per position) stay within
-        MAX_SCORES floats; a long prefill chunk over a long context runs op by op instead."""
-        longest = max(batch.context_lens)
-        return batch.input_ids.shape[0] * self.model.heads * longest <= MAX_SCORES
-
     def forward(self, batch: ForwardBatch, kv: KVCache) -> np.ndarray:
-        """Logits (len(batch.logits_indices), vocab) float32: every token of the batch is a one-token row."""
+        """Logits (len(batch.logits_indices), vocab) float32: every token of the batch is a one-token row.
+
+        Rows whose attention scores (a row per token, per head, per position) would pass MAX_SCORES floats go
+        in several calls, in order: each writes its rows' K/V before they attend, so a later call's rows see an
+        earlier one's, as they would in one call."""
         num_rows = batch.input_ids.shape[0]
         tables = np.asarray(batch.block_tables)
-        logits_rows, num_logits = None, num_rows
+        logits_rows = None
         if not batch.is_decode_only:  # each token reads its sequence's block table
             tables = np.repeat(tables, batch.query_lens, axis=0)
-            logits_rows, num_logits = _int64(batch.logits_indices), len(batch.query_lens)
-        tables = np.ascontiguousarray(tables, dtype=np.int64)
-        input_ids, positions, slots = (
+            logits_rows = _int64(batch.logits_indices)
+        rows = _Rows(
             _int64(batch.input_ids),
             _int64(batch.positions),
             _int64(batch.slot_mapping),
+            np.ascontiguousarray(tables, dtype=np.int64),
         )
-        logits = np.empty((num_logits, self.model.vocab), dtype=np.float32)
+        logits = np.empty((num_rows if logits_rows is None else len(logits_rows), self.model.vocab), np.float32)
+        per_call = max(1, MAX_SCORES // (self.model.heads * (int(rows.positions.max()) + 1)))
+        for first in range(0, num_rows, per_call):
+            last = min(first + per_call, num_rows)
+            if logits_rows is None:
+                wanted, out = None, logits[first:last]
+            else:  # the sampled rows within [first, last), counted from first
+                lo, hi = np.searchsorted(logits_rows, [first, last])
+                wanted, out = np.ascontiguousarray(logits_rows[lo:hi] - first), logits[lo:hi]
+            self._call(rows.slice(first, last), wanted, out, kv)
+        return logits
+
+    def _call(self, rows: _Rows, logits_rows: np.ndarray | None, logits: np.ndarray, kv: KVCache) -> None:
+        """One rs_decode_step over ``rows``: logits of ``logits_rows`` (None: of every row) into ``logits``."""
         step = native.RsDecodeBatch(
-            num_rows,
-            input_ids.ctypes.data,
-            positions.ctypes.data,
-            slots.ctypes.data,
-            tables.ctypes.data,
-            tables.shape[1],
+            rows.token_ids.shape[0],
+            rows.token_ids.ctypes.data,
+            rows.positions.ctypes.data,
+            rows.slots.ctypes.data,
+            rows.tables.ctypes.data,
+            rows.tables.shape[1],
             kv.page_size,
             kv.storage.ctypes.data,
             kv.num_slots,
             logits.ctypes.data,
             None if logits_rows is None else logits_rows.ctypes.data,
-            num_logits,
+            logits.shape[0],
             kv.is_half,
         )
         native.decode_step(self.model, step)
-        return logits
+
+
+class _Rows:
+    """A step's one-token rows: token ids, positions, K/V slots and each row's block table (int64 arrays)."""
+
+    def __init__(self, token_ids: np.ndarray, positions: np.ndarray, slots: np.ndarray, tables: np.ndarray):
+        self.token_ids, self.positions, self.slots, self.tables = token_ids, positions, slots, tables
+
+    def slice(self, first: int, last: int) -> _Rows:
+        if first == 0 and last == self.token_ids.shape[0]:
+            return self
+        return _Rows(
+            self.token_ids[first:last], self.positions[first:last], self.slots[first:last], self.tables[first:last]
+        )
 
 
 def _int64(values) -> np.ndarray:

@@ -27,7 +27,8 @@ from torch import nn
 
 from roles.model_files.tensor_types import BY_NAME, INT4_GROUP
 from roles.scheduler.kernels import native
-from roles.scheduler.models.block_linear import BlockLinear, takes_int8_inputs
+from roles.scheduler.models.block_linear import BlockLinear
+from roles.scheduler.models.kernel_linear import takes_int8_inputs
 from roles.scheduler.models.placeholders import meta
 
 F32_TYPE_ID = BY_NAME["F32"].type_id

@@ -1,76 +1,28 @@
-"""Rotary position embedding (HF rotate_half layout) with the file's theta and optional rope_scaling:
-linear, llama3, a GGUF's per-frequency factors (``frequency_factors``, llama.cpp's rope_freqs) and Phi-3's
-longrope (cos/sin scaled, the short factors for a sequence within the original context, the long ones for every
-position of a longer sequence: the step marks those rows, ``ForwardBatch.long_rope_rows``)."""
+"""Rotary position embedding (HF rotate_half layout) in torch, from the inverse frequencies of
+``rope_frequencies`` (the file's theta and rope_scaling). Phi-3's longrope scales cos/sin and rotates a
+sequence within the original context with the short factors, every position of a longer one with the long
+ones: the step marks those rows, ``ForwardBatch.long_rope_rows``."""
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-
-def _llama3_inv_freq(inv_freq: torch.Tensor, scaling: dict) -> torch.Tensor:
-    """Llama 3.1 frequency remap: long wavelengths slowed by ``factor``, short ones kept, a smooth ramp between."""
-    factor = float(scaling["factor"])
-    low_freq_factor = float(scaling.get("low_freq_factor", 1.0))
-    high_freq_factor = float(scaling.get("high_freq_factor", 4.0))
-    original_context = float(scaling["original_max_position_embeddings"])
-    wavelength = 2 * math.pi / inv_freq
-    low_freq_wavelength = original_context / low_freq_factor  # longer than this: fully scaled
-    high_freq_wavelength = original_context / high_freq_factor  # shorter than this: untouched
-    scaled = torch.where(wavelength > low_freq_wavelength, inv_freq / factor, inv_freq)
-    ramp = (original_context / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)
-    smoothed = (1 - ramp) * scaled / factor + ramp * scaled
-    in_between = (wavelength >= high_freq_wavelength) & (wavelength <= low_freq_wavelength)
-    return torch.where(in_between, smoothed, scaled)
-
-
-def _factored_inv_freq(factors, head_dim: int, theta: float) -> torch.Tensor:
-    """longrope's inverse frequencies: each base frequency divided by its factor."""
-    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim
-    return 1.0 / (torch.tensor(factors, dtype=torch.float32) * theta**exponents)
-
-
-def rope_inverse_frequencies(head_dim: int, theta: float, scaling: dict | None) -> torch.Tensor:
-    """(head_dim / 2,) float32 inverse frequencies after scaling."""
-    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim
-    inv_freq = 1.0 / (theta**exponents)
-    if scaling is None:
-        return inv_freq
-    kind = scaling.get("rope_type", scaling.get("type"))
-    if kind in (None, "default"):
-        return inv_freq
-    if kind == "linear":
-        return inv_freq / float(scaling["factor"])
-    if kind == "llama3":
-        return _llama3_inv_freq(inv_freq, scaling)
-    if kind == "frequency_factors":
-        return inv_freq / torch.tensor(scaling["factors"], dtype=torch.float32)
-    if kind == "longrope":  # the short factors; RotaryEmbedding switches to the long ones
-        return _factored_inv_freq(scaling["short_factor"], head_dim, theta)
-    raise ValueError(
-        f"rope_scaling type {kind!r} is not supported "
-        "(supported: default, linear, llama3, frequency_factors, longrope)"
-    )
-
-
-def long_rope_from(scaling: dict | None) -> int | None:
-    """longrope's original context, past which a sequence rotates with the long factors; None without longrope."""
-    if scaling is None or scaling.get("rope_type") != "longrope":
-        return None
-    return int(scaling["original_max_position_embeddings"])
+from roles.scheduler.models.rope_frequencies import (
+    long_inverse_frequencies,
+    long_rope_from,
+    rope_inverse_frequencies,
+)
 
 
 class RotaryEmbedding:
     """cos/sin for a step's positions are computed once per forward and reused by every layer."""
 
     def __init__(self, head_dim: int, theta: float, scaling: dict | None):
-        self.inv_freq = rope_inverse_frequencies(head_dim, theta, scaling)
+        self.inv_freq = torch.from_numpy(rope_inverse_frequencies(head_dim, theta, scaling))
         self.long_inv_freq = None  # longrope: for the rows of sequences past the original context
         self.magnitude = 1.0  # cos and sin scaled by it (longrope's attention factor)
         if long_rope_from(scaling) is not None:
-            self.long_inv_freq = _factored_inv_freq(scaling["long_factor"], head_dim, theta)
+            self.long_inv_freq = torch.from_numpy(long_inverse_frequencies(head_dim, theta, scaling))
             self.magnitude = float(scaling["attention_factor"])
 
     def cos_sin(

@@ -31,6 +31,9 @@ def _rank_main(
         import torch
 
         torch.set_num_threads(1)
+        from roles.scheduler.kernels import native
+
+        native.set_threads(1)
         from roles.protocol import SamplingFields
         from roles.scheduler.engine.core import Engine
         from roles.scheduler.expert_parallel.group import ExpertParallelGroup

@@ -151,13 +151,13 @@ def _read_packed(type_name: str, packed: np.ndarray, groups: int) -> tuple[np.nd
 @pytest.mark.parametrize("type_name", PACKED)
 def test_the_packed_bytes_are_the_files_codes_and_scales_column_by_column(type_name):
     blocks = _blocks(type_name)
-    packed = native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks))
+    packed = native.packed_rows(BY_NAME[type_name].type_id, blocks)
     # Q4_K: its scales and offsets as float32; Q5: 4 bytes of fifth bits a group spread over 8
     extra = {"Q4_K": 4 / 3, "Q5_K": 256 / 176, "Q6_K": 256 / 210, "Q5_0": 26 / 22, "Q5_1": 28 / 24}.get(
         type_name, 1
     )
-    assert packed is not None and packed.numel() == 32 * blocks.shape[1] * extra  # the whole tiles
-    codes, scales = _read_packed(type_name, packed.numpy(), COLS // 32)
+    assert packed is not None and packed.size == 32 * blocks.shape[1] * extra  # the whole tiles
+    codes, scales = _read_packed(type_name, packed, COLS // 32)
     np.testing.assert_array_equal(codes, _file_codes(type_name, blocks[:32]))
     np.testing.assert_array_equal(scales, _file_scales(type_name, blocks[:32]))
 
@@ -165,7 +165,7 @@ def test_the_packed_bytes_are_the_files_codes_and_scales_column_by_column(type_n
 @pytest.mark.parametrize("type_name", ["Q3_K", "Q2_K", "IQ4_NL", "IQ4_XS", "F16"])
 def test_a_type_without_a_packed_form_gets_none(type_name):
     blocks = random_rows(type_name, ROWS, 256, seed=1)
-    assert native.packed_rows(BY_NAME[type_name].type_id, torch.from_numpy(blocks)) is None
+    assert native.packed_rows(BY_NAME[type_name].type_id, blocks) is None
 
 
 def test_a_tile_is_packed_tile_rows_rows_and_fewer_are_not_packed():
@@ -173,10 +173,10 @@ def test_a_tile_is_packed_tile_rows_rows_and_fewer_are_not_packed():
     tile = native.PACKED_TILE_ROWS
     for rows, packed in ((tile - 1, False), (tile, True), (2 * tile + 1, True)):
         blocks = random_rows("Q4_0", rows, COLS, seed=2)
-        out = native.packed_rows(BY_NAME["Q4_0"].type_id, torch.from_numpy(blocks))
+        out = native.packed_rows(BY_NAME["Q4_0"].type_id, blocks)
         assert (out is not None) == packed, rows
         if packed:  # Q4_0 packs into the file's own size: the whole tiles' bytes, no more
-            assert out.numel() == rows // tile * tile * blocks.shape[1]
+            assert out.size == rows // tile * tile * blocks.shape[1]
 
 
 @pytest.mark.parametrize("type_name", PACKED)

@@ -60,7 +60,7 @@ def _attention_prompts(many: bool) -> list[list[int]]:
     prompts = [[5, 6, 7, 8, 9], [40, 41], list(range(60, 97))]
     if not many:
         return prompts
-    return [list(range(3 + i, 3 + i + 2 + 7 * i % 41)) for i in range(4 * torch.get_num_threads() + 1)]
+    return [list(range(3 + i, 3 + i + 2 + 7 * i % 41)) for i in range(4 * native.threads() + 1)]
 
 
 @pytest.mark.parametrize("many", [False, True], ids=["few-sequences", "many-sequences"])
@@ -87,12 +87,11 @@ def test_one_call_step_splits_a_long_context_along_its_positions(tmp_path):
     splits each along its positions (64 or more a part) and merges the parts by their softmax statistics. The
     logits still equal the op-by-op path's, over contexts from 260 to 275 positions."""
     model, shape = load_model(str(write_tiny_llama(tmp_path / "tiny")), weight_dtype="auto")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
+    native.set_threads(2)
     try:
         native_logits, torch_logits = _native_and_torch_logits(model, shape, [list(range(3, 263))], steps=16)
     finally:
-        torch.set_num_threads(threads)
+        native.set_threads(0)
     for ours, theirs in zip(native_logits, torch_logits, strict=True):
         assert torch.allclose(ours, theirs, atol=1e-4, rtol=1e-4)
 

@@ -10,8 +10,8 @@ from roles.model_files.model_path import resolve_model_path
 from roles.scheduler.loading.from_file import load_model
 from roles.scheduler.loading.state import load_state
 from roles.scheduler.models.quantized_linear import Int4Linear, Int8Linear, linear_for
-from roles.weight_format.gguf_blocks import q4_1_to_int4_parts
-from roles.weight_format.linear_tensors import linear_tensors, quantize_int4_groups
+from roles.weight_format.linear_tensors import linear_tensors
+from roles.weight_format.torch_linears import q4_1_to_int4_parts, quantize_int4_groups
 from roles.weight_format.weight_sources import GGUFWeights, WeightSource
 from tests.paged_greedy import forced_decode_logits, greedy_decode_with_logits
 
