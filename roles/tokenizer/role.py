@@ -8,4 +8,5 @@ ROLE = RoleDescription(
     "roles.tokenizer.process:main",
     "HTTP API, tokenization, chat template, incremental detokenization, stop strings, SSE",
     collector="roles.tokenizer.metrics:ServingMetrics",
+    preload=True,
 )

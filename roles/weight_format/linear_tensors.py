@@ -29,7 +29,9 @@ def _blocks(weights: WeightSource, names: list[str]) -> dict | None:
     return block_parts(raws)
 
 
-def linear_tensors(weights: WeightSource, names: list[str], weight_dtype: str, prefer_raw: bool = True) -> dict:
+def linear_tensors(
+    weights: WeightSource, names: list[str], weight_dtype: str, prefer_raw: bool = True
+) -> dict:
     """The tensors of one linear whose output rows are the named weights stacked, in the given mode: the
     blocks as numpy arrays (``auto``), else torch tensors (``torch_linears``)."""
     if weight_dtype == "auto":

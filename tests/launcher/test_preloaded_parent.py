@@ -12,11 +12,11 @@ from launcher.preloaded_parent import preload_modules
 from launcher.role_list import ROLES
 
 
-def test_the_scheduler_preloads_and_the_roles_that_import_torch_do_not():
+def test_the_scheduler_and_the_tokenizer_preload_and_the_roles_that_import_torch_do_not():
     modules = preload_modules(ROLES)
-    assert "roles.scheduler.process" in modules
+    assert "roles.scheduler.process" in modules and "roles.tokenizer.process" in modules
     assert "roles.encoder.process" not in modules  # torch: spawned, importing it beside the preload
-    assert "roles.tokenizer.process" not in modules  # spawned: its imports run beside the preload
+    assert "roles.expert_backup.process" not in modules
     assert modules[:2] == ["__main__", "roles.child_process"]
 
 
@@ -43,17 +43,18 @@ def test_the_console_script_starts_the_parent_only_for_a_command_line_that_serve
 
 def test_the_console_script_and_the_preload_import_little_before_they_start():
     """The console script starts the parent before it imports the launcher (so the parent's imports run
-    beside the launcher's), and the preload imports no torch and leaves the grammar engine to the first
-    grammar."""
+    beside the launcher's), the scheduler's modules leave the grammar engine to the first grammar, and the
+    whole preload imports no torch."""
     code = (
         "import sys, importlib, launcher.entry\n"
         "from launcher.preloaded_parent import preload_modules\n"
         "from launcher.role_list import ROLES\n"
         "assert 'launcher.cli' not in sys.modules and 'torch' not in sys.modules, 'entry'\n"
+        "import roles.scheduler.process\n"
+        "assert 'llguidance' not in sys.modules, 'llguidance'\n"
         "for name in preload_modules(ROLES)[1:]:\n"
         "    importlib.import_module(name)\n"
         "assert 'torch' not in sys.modules, 'torch'\n"
-        "assert 'llguidance' not in sys.modules, 'llguidance'\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False

@@ -224,7 +224,9 @@ class Engine:
         self.scheduler.on_computed(batch)
         for i in drafted:
             draft = drafts[i]
-            self._emit_verified(batch.requests[i], logits[starts[i] : starts[i] + len(draft) + 1], draft, outputs)
+            self._emit_verified(
+                batch.requests[i], logits[starts[i] : starts[i] + len(draft) + 1], draft, outputs
+            )
         if not rows:
             return outputs
         requests = batch.requests if len(rows) == len(batch.requests) else [batch.requests[i] for i in rows]

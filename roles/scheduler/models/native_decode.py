@@ -108,7 +108,9 @@ class NativeDecodePlan:
             _int64(batch.slot_mapping),
             np.ascontiguousarray(tables, dtype=np.int64),
         )
-        logits = np.empty((num_rows if logits_rows is None else len(logits_rows), self.model.vocab), np.float32)
+        logits = np.empty(
+            (num_rows if logits_rows is None else len(logits_rows), self.model.vocab), np.float32
+        )
         per_call = max(1, MAX_SCORES // (self.model.heads * (int(rows.positions.max()) + 1)))
         for first in range(0, num_rows, per_call):
             last = min(first + per_call, num_rows)
@@ -150,7 +152,10 @@ class _Rows:
         if first == 0 and last == self.token_ids.shape[0]:
             return self
         return _Rows(
-            self.token_ids[first:last], self.positions[first:last], self.slots[first:last], self.tables[first:last]
+            self.token_ids[first:last],
+            self.positions[first:last],
+            self.slots[first:last],
+            self.tables[first:last],
         )
 
 

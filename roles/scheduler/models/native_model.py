@@ -68,7 +68,8 @@ class NativeModel:
         self.eos_token_ids = list(eos_token_ids)
         hidden, q_size = shape.hidden_size, shape.num_heads * shape.head_dim
         self.layers = [
-            NativeLayer(state, index, hidden, shape.intermediate_size, q_size) for index in range(shape.num_layers)
+            NativeLayer(state, index, hidden, shape.intermediate_size, q_size)
+            for index in range(shape.num_layers)
         ]
         self.embedding = _kernel_linear(state, "embedding.", hidden)
         self.lm_head = _kernel_linear(state, "lm_head.", hidden) if "lm_head.block_types" in state else None
