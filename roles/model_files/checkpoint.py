@@ -19,6 +19,6 @@ def open_checkpoint(path: str) -> GGUFCheckpoint | HFCheckpoint:
     resolved = resolve_model_path(path)
     if is_gguf(resolved):
         return GGUFCheckpoint(resolved)
-    from roles.model_files.hf_checkpoint import HFCheckpoint
+    from roles.model_files import hf_checkpoint
 
-    return HFCheckpoint(resolved)
+    return hf_checkpoint.HFCheckpoint(resolved)

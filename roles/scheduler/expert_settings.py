@@ -37,12 +37,14 @@ def reporter_from_context(placement: ExpertPlacement | None) -> BalancednessRepo
     """None for a dense model or report mode off."""
     if placement is None or not reports_expert_balancedness():
         return None
-    from roles.scheduler.expert_stats.reporter import BalancednessReporter
+    from roles.scheduler.expert_stats import reporter
 
     log_every = (
         get_exec().moe.expert_balancedness_log_every if logs_expert_balancedness_to_server_log() else None
     )
-    return BalancednessReporter(placement, log_every, exports=exports_expert_balancedness_to_prometheus())
+    return reporter.BalancednessReporter(
+        placement, log_every, exports=exports_expert_balancedness_to_prometheus()
+    )
 
 
 def recorder_dir_from_context() -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib.machinery
+import importlib.util
 import os
 import pathlib
 
@@ -114,6 +115,18 @@ def _library_path() -> pathlib.Path | None:
     return None
 
 
+def _load_openmp_runtime() -> None:
+    """Loads torch's libgomp (without importing torch), when torch is installed, before the library: the
+    library's libgomp.so.1 is then that one, as it is when torch was imported first, so the kernels and torch
+    share one OpenMP runtime in either order, and no system libgomp is needed."""
+    spec = importlib.util.find_spec("torch")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        runtime = pathlib.Path(folder) / "lib" / "libgomp.so.1"
+        if runtime.is_file():
+            ctypes.CDLL(str(runtime), mode=ctypes.RTLD_GLOBAL)
+            return
+
+
 @functools.lru_cache(maxsize=1)
 def _load() -> tuple[ctypes.CDLL | None, str | None]:
     """(the library with its signatures declared, None), or (None, why it cannot be used)."""
@@ -124,6 +137,7 @@ def _load() -> tuple[ctypes.CDLL | None, str | None]:
     if path is None:
         return None, "the kernel library is not built (reinstall roleserve: pip install -e .)"
     try:
+        _load_openmp_runtime()
         lib = ctypes.CDLL(str(path))
     except OSError as error:
         return None, f"the kernel library does not load: {error}"

@@ -23,10 +23,20 @@ PROMPTS = [[1, 504, 3458, 314, 4649, 314, 253], [28, 5556, 42, 8, 8, 8, 8, 8]]
 _SERVE = """
 import json, sys
 
-class NoTorch:
+import importlib.abc, importlib.machinery
+
+class NoTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    # torch can be found (the kernels look for its OpenMP runtime's folder) but not imported
     def find_spec(self, name, path=None, target=None):
         if name == "torch" or name.startswith("torch."):
-            raise ImportError("torch is not to be imported here")
+            return importlib.machinery.ModuleSpec(name, self)
+        return None
+
+    def create_module(self, spec):
+        raise ImportError("torch is not to be imported here")
+
+    def exec_module(self, module):
+        raise ImportError("torch is not to be imported here")
 
 sys.meta_path.insert(0, NoTorch())
 import roles.child_process, roles.scheduler.process
