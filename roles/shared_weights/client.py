@@ -9,16 +9,15 @@ before answering. The scheduler builds its own model around the mapped tensors.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import torch
 import zmq
 
 from roles.model_files.model_path import resolve_model_path
 from roles.model_files.model_shape import ModelShape
 from roles.shared_weights.asking import WeightCacheUnavailable, ask
 from roles.shared_weights.identity import identity_of
-from roles.shared_weights.messages import Ping, Pong, WeightAnswer, WeightQuery
+from roles.shared_weights.messages import Ping, Pong, TensorEntry, WeightAnswer, WeightQuery
 from roles.shared_weights.segment import MappedSegment
 
 log = logging.getLogger("roleserve.weight_cache")
@@ -26,12 +25,23 @@ log = logging.getLogger("roleserve.weight_cache")
 
 @dataclass
 class SharedWeights:
-    """An identity's converted tensors, mapped; they stay valid while ``segment`` is referenced."""
+    """An identity's converted tensors, mapped; they stay valid while ``segment`` is referenced. ``tensors``
+    (torch) are made on first use; ``arrays()`` gives numpy ones without torch where numpy has the dtypes."""
 
     shape: ModelShape
-    tensors: dict[str, torch.Tensor]
+    entries: list[TensorEntry]
     eos_token_ids: list[int]
     segment: MappedSegment
+    _tensors: dict | None = field(default=None, repr=False)
+
+    @property
+    def tensors(self) -> dict:
+        if self._tensors is None:
+            self._tensors = self.segment.tensors(self.entries)
+        return self._tensors
+
+    def arrays(self):
+        return self.segment.arrays(self.entries)
 
 
 def map_shared_weights(
@@ -48,6 +58,4 @@ def map_shared_weights(
         raise WeightCacheUnavailable("the daemon answered for another model identity")
     mapped = MappedSegment(answer.segment)
     log.info("weights of %s mapped from %s (no copy)", model_path, answer.segment)
-    return SharedWeights(
-        ModelShape(**answer.shape), mapped.tensors(answer.tensors), list(answer.eos_token_ids), mapped
-    )
+    return SharedWeights(ModelShape(**answer.shape), list(answer.tensors), list(answer.eos_token_ids), mapped)

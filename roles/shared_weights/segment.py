@@ -12,22 +12,23 @@ import warnings
 from multiprocessing import shared_memory
 
 import numpy as np
-import torch
 
 from roles.shared_weights.messages import TensorEntry
 
 _ALIGN = 64
 _SHM_DIR = "/dev/shm"
+# The entries' dtypes (torch's names) numpy has too: an auto model's blocks, type ids and float32 vectors.
+_NUMPY_DTYPES = {name: np.dtype(name) for name in ("float32", "float16", "uint8", "int8", "int32", "int64")}
 
 
 def _aligned(value: int) -> int:
     return (value + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
-def write_segment(
-    name: str, tensors: dict[str, torch.Tensor]
-) -> tuple[shared_memory.SharedMemory, list[TensorEntry]]:
-    """Create segment `name` holding every tensor; the caller owns it (close + unlink)."""
+def write_segment(name: str, tensors: dict) -> tuple[shared_memory.SharedMemory, list[TensorEntry]]:
+    """Create segment `name` holding every tensor (torch); the caller owns it (close + unlink)."""
+    import torch
+
     entries, offset = [], 0
     for tensor_name, tensor in tensors.items():
         nbytes = tensor.numel() * tensor.element_size()
@@ -59,7 +60,24 @@ class MappedSegment:
             os.close(fd)
         self.name = name
 
-    def tensors(self, entries: list[TensorEntry]) -> dict[str, torch.Tensor]:
+    def arrays(self, entries: list[TensorEntry]) -> dict[str, np.ndarray] | None:
+        """Read-only numpy arrays over the mapping (no copy, no torch), or None when numpy lacks an entry's
+        dtype (bfloat16 scales of the int8 and int4 modes)."""
+        if any(entry.dtype not in _NUMPY_DTYPES for entry in entries):
+            return None
+        out = {}
+        for entry in entries:
+            dtype = _NUMPY_DTYPES[entry.dtype]
+            flat = np.frombuffer(
+                self.map, dtype=dtype, count=entry.nbytes // dtype.itemsize, offset=entry.offset
+            )
+            out[entry.name] = flat.reshape(entry.shape)
+        return out
+
+    def tensors(self, entries: list[TensorEntry]) -> dict:
+        """torch tensors over the mapping (no copy)."""
+        import torch
+
         out = {}
         with warnings.catch_warnings():
             # The mapping is read-only on purpose: a write through these tensors would fault, not corrupt.
