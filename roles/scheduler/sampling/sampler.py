@@ -28,9 +28,8 @@ class SampleOutput:
 
 
 class Sampler:
-    def __init__(self, seed: int | None = None):
-        # The unseeded rows' stream (from the OS's entropy unless a seed is given).
-        self.generator = np.random.default_rng(seed)
+    def __init__(self):
+        self.generator = np.random.default_rng()  # the unseeded rows' stream, from the OS's entropy
 
     def sample(self, logits: np.ndarray, requests: list[Request]) -> SampleOutput:
         """``logits`` (B, V) float32 rows in the order of ``requests``; modified in place."""

@@ -7,7 +7,6 @@ them as tensors (``as_torch``, no copy).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,24 +44,6 @@ class ForwardBatch:
     def is_decode_only(self) -> bool:
         """Every sequence adds exactly one token (so logits_indices is 0..B-1)."""
         return self.input_ids.shape[0] == len(self.query_lens)
-
-    def select(self, seqs: list[int]) -> ForwardBatch:
-        """The sub-batch of the given sequences (in that order), with its own token rows."""
-        starts = [0, *itertools.accumulate(self.query_lens)]
-        rows = np.array([r for s in seqs for r in range(starts[s], starts[s + 1])], dtype=np.int64)
-        query_lens = [self.query_lens[s] for s in seqs]
-        ends = itertools.accumulate(query_lens)
-        return ForwardBatch(
-            input_ids=self.input_ids[rows],
-            positions=self.positions[rows],
-            query_lens=query_lens,
-            context_lens=[self.context_lens[s] for s in seqs],
-            block_tables=self.block_tables[seqs],
-            more_groups=tuple((tables[seqs], slots[rows]) for tables, slots in self.more_groups),
-            slot_mapping=self.slot_mapping[rows],
-            logits_indices=np.array([end - 1 for end in ends], dtype=np.int64),
-            long_rope_rows=None if self.long_rope_rows is None else self.long_rope_rows[rows],
-        )
 
     def as_torch(self) -> ForwardBatch:
         """The same batch with torch tensors viewing its arrays (no copy), for the op-by-op torch model."""
