@@ -274,8 +274,10 @@ def set_activation_dtype(name: str) -> None:
     library().rs_set_activation_dtype(ACTIVATION_DTYPES.index(name))
 
 
+@functools.cache
 def default_threads() -> int:
-    """The compute threads a call takes unless set_threads chose: the physical cores this process may run on."""
+    """The compute threads a call takes unless set_threads chose: the physical cores this process may run on,
+    counted once (the count reads /proc and /sys: ~0.1 ms, too much for every call of a step)."""
     available = len(os.sched_getaffinity(0))
     physical = psutil.cpu_count(logical=False) or available
     return max(1, min(available, physical))
