@@ -2,7 +2,7 @@
 
 ctypes releases the GIL for every call. The library is found next to this file (built by setup.py during
 ``pip install``); ``unavailable_reason()`` says why it cannot be used, or None when it can. Weights and
-buffers are numpy arrays (or torch tensors, whose addresses serve as well): the module imports no torch, so
+buffers are numpy arrays (the torch model hands its tensors' numpy views): the module imports no torch, so
 a scheduler running the one-call step alone never loads it; ``linear_forward`` and ``weight_rows``, the
 op-by-op torch model's calls, import it when called.
 """
@@ -166,11 +166,6 @@ def _load() -> tuple[ctypes.CDLL | None, str | None]:
     return lib, None
 
 
-def address(array) -> int:
-    """Where a contiguous numpy array's or torch tensor's data starts, for the C structs."""
-    return array.ctypes.data if isinstance(array, np.ndarray) else array.data_ptr()
-
-
 def unavailable_reason() -> str | None:
     return _load()[1]
 
@@ -182,10 +177,11 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def linear_view(parts: list[tuple[int, object]], in_features: int, packed: list | None = None) -> RsLinear:
-    """The C view of a weight whose output rows are ``parts``: (ggml type id, (rows, row bytes) uint8 blocks,
-    an array or tensor), stacked in order, and per part its packed_rows or None. The arrays must outlive the
-    view."""
+def linear_view(
+    parts: list[tuple[int, np.ndarray]], in_features: int, packed: list[np.ndarray | None] | None = None
+) -> RsLinear:
+    """The C view of a weight whose output rows are ``parts``: (ggml type id, (rows, row bytes) uint8 blocks),
+    stacked in order, and per part its packed_rows or None. The arrays must outlive the view."""
     if not 0 < len(parts) <= MAX_PARTS:
         raise ValueError(f"a kernel linear has 1 to {MAX_PARTS} parts; got {len(parts)}")
     view = RsLinear(sum(blocks.shape[0] for _, blocks in parts), in_features, len(parts), 0)
@@ -194,34 +190,25 @@ def linear_view(parts: list[tuple[int, object]], in_features: int, packed: list 
         view.parts[index] = RsPart(
             type_id,
             blocks.shape[0],
-            _row_stride(blocks),
-            address(blocks),
-            None if tiles is None else address(tiles),
+            blocks.strides[0],
+            blocks.ctypes.data,
+            None if tiles is None else tiles.ctypes.data,
         )
     return view
 
 
-def _row_stride(blocks) -> int:
-    """Bytes from one row of a 2-D uint8 array (or tensor) to the next."""
-    return blocks.strides[0] if isinstance(blocks, np.ndarray) else blocks.stride(0)
-
-
-def _is_contiguous(blocks) -> bool:
-    return blocks.flags.c_contiguous if isinstance(blocks, np.ndarray) else blocks.is_contiguous()
-
-
-def packed_rows(type_id: int, blocks) -> np.ndarray | None:
+def packed_rows(type_id: int, blocks: np.ndarray) -> np.ndarray | None:
     """A part's whole tiles of PACKED_TILE_ROWS rows repacked for linears with integer activations
     (packed_layout.h: the blocks' codes and scales column by column), as uint8; None for a type the kernels
     take only as the file stores it, or a part of fewer than PACKED_TILE_ROWS rows. ``blocks``: (rows, row
-    bytes) uint8, an array or tensor."""
+    bytes) uint8."""
     lib = library()
     rows, row_bytes = blocks.shape
-    size = lib.rs_packed_bytes(type_id, rows, row_bytes) if _is_contiguous(blocks) else 0
+    size = lib.rs_packed_bytes(type_id, rows, row_bytes) if blocks.flags.c_contiguous else 0
     if size == 0:
         return None
     out = np.empty(size, dtype=np.uint8)
-    lib.rs_pack_rows(type_id, rows, row_bytes, address(blocks), out.ctypes.data)
+    lib.rs_pack_rows(type_id, rows, row_bytes, blocks.ctypes.data, out.ctypes.data)
     return out
 
 

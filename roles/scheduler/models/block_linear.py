@@ -50,9 +50,9 @@ class BlockLinear(nn.Module):
         return [getattr(self, f"blocks_{index}") for index in range(len(self.part_types))]
 
     def kernel(self) -> KernelLinear:
-        """The kernels' linear over the current buffers: made again if they were replaced (e.g. by
-        shared-memory tensors)."""
-        parts = self._parts()
+        """The kernels' linear over the current buffers (their numpy views): made again if they were replaced
+        (e.g. by shared-memory tensors)."""
+        parts = [blocks.numpy() for blocks in self._parts()]
         if self._kernel is None or not self._kernel.holds(parts):
             self._kernel = KernelLinear(self.in_features, self.part_types, parts)
         self._kernel.int8_inputs = self.int8_inputs

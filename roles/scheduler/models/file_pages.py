@@ -17,8 +17,6 @@ import mmap
 
 import numpy as np
 
-from roles.scheduler.kernels.native import address
-
 MADV_DONTNEED = 4
 
 
@@ -49,12 +47,12 @@ def file_backed_spans() -> list[tuple[int, int]]:
     return spans
 
 
-def drop_file_pages(array, spans: list[tuple[int, int]]) -> int:
-    """Drops the whole pages of a contiguous ``array``'s (numpy, or a torch tensor) bytes from this process's
-    resident set when one of ``spans`` (file_backed_spans) holds them all; the bytes dropped (0 when none)."""
+def drop_file_pages(array: np.ndarray, spans: list[tuple[int, int]]) -> int:
+    """Drops the whole pages of a contiguous ``array``'s bytes from this process's resident set when one of
+    ``spans`` (file_backed_spans) holds them all; the bytes dropped (0 when none)."""
     page = mmap.PAGESIZE
-    first = address(array)
-    last = first + (array.nbytes if isinstance(array, np.ndarray) else array.numel() * array.element_size())
+    first = array.ctypes.data
+    last = first + array.nbytes
     if not any(start <= first and last <= end for start, end in spans):
         return 0
     start = -(-first // page) * page

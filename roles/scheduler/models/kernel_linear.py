@@ -8,6 +8,8 @@ output rows, each of its own tensor type, and once integer activations are on ea
 
 from __future__ import annotations
 
+import numpy as np
+
 from roles.scheduler.kernels import native
 from roles.scheduler.kernels.isa import INT8_INPUT_KINDS
 from roles.scheduler.models.file_pages import drop_file_pages
@@ -21,7 +23,9 @@ def takes_int8_inputs(prefix: str) -> bool:
 class KernelLinear:
     """y = x @ W.T with W's output rows in ``len(part_types)`` parts of (rows, row bytes) uint8 blocks."""
 
-    def __init__(self, in_features: int, part_types: list[int], parts: list, int8_inputs: bool = False):
+    def __init__(
+        self, in_features: int, part_types: list[int], parts: list[np.ndarray], int8_inputs: bool = False
+    ):
         self.in_features = in_features
         self.part_types = list(part_types)
         self.parts = list(parts)
@@ -34,16 +38,17 @@ class KernelLinear:
         self._packed: list | None = None
         self._view: native.RsLinear | None = None
 
-    def holds(self, parts: list) -> bool:
-        """Whether ``parts`` are the very arrays this linear was made over."""
+    def holds(self, parts: list[np.ndarray]) -> bool:
+        """Whether ``parts`` view the very memory this linear was made over."""
         return len(parts) == len(self.parts) and all(
-            native.address(new) == native.address(old) for new, old in zip(parts, self.parts, strict=True)
+            new.ctypes.data == old.ctypes.data for new, old in zip(parts, self.parts, strict=True)
         )
 
     def kernel_view(self) -> native.RsLinear:
         """The C view of the parts, built once (with the packed tiles when integer activations are on)."""
-        if self._view is None or (self._packed is None and native.activation_dtype() != "float32"):
-            if native.activation_dtype() != "float32":
+        integer = native.activation_dtype() != "float32"
+        if self._view is None or (self._packed is None and integer):
+            if integer:
                 self._packed = [
                     native.packed_rows(type_id, blocks)
                     for type_id, blocks in zip(self.part_types, self.parts, strict=True)

@@ -26,8 +26,9 @@ def _layer_linears(layer) -> list:
 
 
 def _pointer(vector) -> int | None:
-    """A float32 vector's address for the C struct, or None (NULL) when the layer has no such vector."""
-    return None if vector is None else native.address(vector)
+    """A float32 vector's address for the C struct (a numpy array, or a torch tensor through its numpy view),
+    or None (NULL) when the layer has no such vector."""
+    return None if vector is None else np.asarray(vector).ctypes.data
 
 
 # Attention scores the call may hold (rows x heads x longest context, float32): 64 MiB.

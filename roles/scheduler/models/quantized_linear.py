@@ -53,7 +53,9 @@ class DenseLinear(nn.Module):
         """The kernels' view of the weight (one F32 part), or None when in_features is not a multiple of 32."""
         if self.weight.shape[1] % native.GROUP:
             return None
-        return native.linear_view([(F32_TYPE_ID, self.weight.view(torch.uint8))], self.weight.shape[1])
+        return native.linear_view(
+            [(F32_TYPE_ID, self.weight.view(torch.uint8).numpy())], self.weight.shape[1]
+        )
 
 
 class Int8Linear(nn.Module):

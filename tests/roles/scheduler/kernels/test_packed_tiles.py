@@ -186,7 +186,7 @@ def test_a_rows_outputs_have_the_int16_tiles_bits_from_1_to_33_rows(type_name, k
     linear = BlockLinear(COLS, [BY_NAME[type_name].type_id], [blocks])
     x = torch.randn(33, COLS, generator=torch.Generator().manual_seed(5))
     x[:, 7] *= 30.0
-    unpacked = native.linear_view([(BY_NAME[type_name].type_id, blocks)], COLS)
+    unpacked = native.linear_view([(BY_NAME[type_name].type_id, blocks.numpy())], COLS)
     tiles = native.linear_forward(unpacked, x)[:, :32]  # 33 rows of the file's blocks: the int16 tiles
     for rows in (1, 2, 7, 15, 16, 33):
         assert torch.equal(linear(x[:rows])[:, :32], tiles[:rows]), f"{type_name}: {rows} rows"
@@ -201,7 +201,7 @@ def test_int8_inputs_give_the_same_bits_from_a_packed_tile_as_from_the_files_blo
     blocks = torch.from_numpy(_blocks(type_name, seed=6))
     x = torch.randn(33, COLS, generator=torch.Generator().manual_seed(7))
     x[:, 7] *= 30.0
-    unpacked = native.linear_view([(type_id, blocks)], COLS)
+    unpacked = native.linear_view([(type_id, blocks.numpy())], COLS)
     native.set_activation_dtype("int16")
     int16 = native.linear_forward(unpacked, x)[:, :32]
     native.set_activation_dtype("int8")

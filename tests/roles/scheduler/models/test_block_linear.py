@@ -49,7 +49,8 @@ def test_every_block_linear_is_packed_its_file_pages_dropped_and_its_outputs_unc
     # 17 rows: from the file's blocks the int16 tiles take them, whose bits the packed tiles keep.
     x = torch.randn(native.PACKED_TILE_ROWS + 1, COLS, generator=torch.Generator().manual_seed(1))
     before = [
-        native.linear_forward(native.linear_view([(m.part_types[0], m.blocks_0)], COLS), x) for m in model
+        native.linear_forward(native.linear_view([(m.part_types[0], m.blocks_0.numpy())], COLS), x)
+        for m in model
     ]
     dropped = prepare_kernel_views(model)
     # Whole pages inside the tiles' bytes leave; a page the rows past the tiles share stays.
