@@ -15,8 +15,9 @@ Linear leaves and kinds: ``linear_tensors``. The scheduler builds its model from
 these tensors into it; the weight_cache_daemon shares them without building any module. Norm weights are
 stored as the multiplier the decoder applies: a Gemma folder's w becomes 1 + w here (its GGUF has it so).
 
-In ``auto`` the state is built of numpy arrays (the file's blocks as views of its map, float32 vectors), and
-of torch tensors only for a weight the kernels cannot run; the other modes convert in torch.
+The state is built of numpy arrays where no torch is needed: every float32 vector and table read as is, and
+in ``auto`` the file's blocks as views of its map; the linears of the other modes (and an ``auto`` weight the
+kernels cannot run) are converted in torch.
 ``load_execution_weights`` hands every value over as a torch tensor (no copy) unless asked for the arrays,
 which the one-call kernel step (``NativeModel``) runs without importing torch.
 """
@@ -44,21 +45,12 @@ EMBEDDING = "model.embed_tokens.weight"
 @dataclass
 class ExecutionWeights:
     shape: ModelShape
-    state: dict  # name -> torch tensor, or (arrays=True) numpy array where the auto state has one
+    state: dict  # name -> torch tensor, or (arrays=True) the numpy array the state holds where it has one
     eos_token_ids: list[int]
 
 
-def _float(weights: WeightSource, name: str, arrays: bool):
-    """A float32 weight: a numpy array when ``arrays``, else a torch tensor."""
-    return weights.float_array(name) if arrays else weights.float_tensor(name).contiguous()
-
-
-def _concatenated(vectors: list):
-    if isinstance(vectors[0], np.ndarray):
-        return np.concatenate(vectors)
-    import torch
-
-    return torch.cat(vectors)
+def _float(weights: WeightSource, name: str) -> np.ndarray:
+    return np.ascontiguousarray(weights.float_array(name))
 
 
 def as_tensors(state: dict) -> dict:
@@ -98,14 +90,13 @@ def execution_state(
     experts_of_layer: Callable[[int], Collection[int]] | None = None,
 ) -> dict:
     """Every tensor of the model in ``weight_dtype``'s format, from HF-named weights (dict or WeightSource);
-    of a mixture's experts, only ``experts_of_layer(layer)`` when given. ``auto``: numpy arrays but where a
-    weight falls back to float32 (module docstring)."""
+    of a mixture's experts, only ``experts_of_layer(layer)`` when given; numpy arrays where no torch is needed
+    (module docstring)."""
     choices = SETTINGS["exec.weight_dtype"].choices
     if weight_dtype not in choices:
         raise ValueError(f"weight_dtype {weight_dtype!r} is not one of {choices} (exec.weight_dtype)")
     weights = as_weight_source(weights)
     state: dict = {}
-    arrays = weight_dtype == "auto"
 
     def put(prefix: str, tensors: dict) -> None:
         state.update({prefix + leaf: tensor for leaf, tensor in tensors.items()})
@@ -113,13 +104,13 @@ def execution_state(
     family = family_named(shape.architecture)
     shift = family.norm_offset if weights.shifts_norms else 0.0
 
-    def norm(name: str):
-        return _float(weights, name, arrays) + shift if shift else _float(weights, name, arrays)
+    def norm(name: str) -> np.ndarray:
+        return _float(weights, name) + shift if shift else _float(weights, name)
 
     if weight_dtype == "auto":
         put("embedding.", linear_tensors(weights, [EMBEDDING], "auto"))
     else:
-        state["embed_tokens"] = _float(weights, EMBEDDING, arrays)
+        state["embed_tokens"] = _float(weights, EMBEDDING)
     for index in range(shape.num_layers):
         experts = None if experts_of_layer is None else experts_of_layer(index)
         put(f"layers.{index}.", _layer_state(shape, family, weights, index, weight_dtype, norm, experts))
@@ -150,9 +141,7 @@ def _layer_state(shape, family, weights, index, weight_dtype, norm, experts) -> 
         prefixed("qkv_proj.", linear_tensors(weights, [name + ".weight" for name in qkv], weight_dtype))
     )
     if shape.attention_bias:
-        state["qkv_bias"] = _concatenated(
-            [_float(weights, named(key) + ".bias", weight_dtype == "auto") for key in ("q", "k", "v")]
-        )
+        state["qkv_bias"] = np.concatenate([_float(weights, named(key) + ".bias") for key in ("q", "k", "v")])
     state.update(prefixed("o_proj.", linear_tensors(weights, [named("o") + ".weight"], weight_dtype)))
     state.update(mlp_tensors(shape, family, weights, source, weight_dtype, experts))
     return state

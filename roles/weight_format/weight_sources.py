@@ -43,7 +43,7 @@ class WeightSource:
 
     def float_array(self, name: str) -> np.ndarray:
         """The weight as a float32 numpy array."""
-        return self.float_tensor(name).numpy()
+        return self.float_tensor(name).detach().numpy()
 
     def raw_tensor(self, name: str) -> RawQuantTensor | None:
         return None
