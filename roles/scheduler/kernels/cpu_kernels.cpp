@@ -10,8 +10,8 @@
 // The decode step exists because at a few rows per step the model's arithmetic takes a few milliseconds
 // while dispatching ~40 torch ops per layer from Python takes as long again; here a step is one call and
 // one OpenMP parallel region whose threads split every linear by output rows and attention by sequence
-// (by (sequence, KV head) when there are few). OpenMP is libgomp, the runtime torch itself loads, so both
-// share one thread pool.
+// (by (sequence, KV head) when there are few). OpenMP is libgomp: torch's, loaded before this library
+// (native._load_openmp_runtime) whether or not torch itself is, so both share one thread pool.
 #include <omp.h>
 
 #include <algorithm>

@@ -5,7 +5,7 @@ Each filter runs only on the rows that asked for it. Drawing is inverse-CDF: one
 first token whose cumulative probability reaches u (one softmax + cumsum + search per row; far cheaper than
 Gumbel noise over the whole vocabulary). A seeded row draws its u from its own generator
 (``Request.generator``), so its samples do not depend on what else shares the batch; unseeded rows share
-one draw from the sampler's generator. Greedy rows (temperature 0) take the argmax and draw nothing.
+one draw from the process's stream of unseeded draws (``UNSEEDED``). Greedy rows (temperature 0) take the argmax and draw nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from roles.protocol import SamplingFields
 from roles.scheduler.sampling.penalties import apply_penalties
 from roles.scheduler.sched.request import Request
 
+# The draws of every request without a seed of its own (the sampler's, draft verification's, a draft model's).
+UNSEEDED = np.random.default_rng()
+
 
 @dataclass
 class SampleOutput:
@@ -28,9 +31,6 @@ class SampleOutput:
 
 
 class Sampler:
-    def __init__(self):
-        self.generator = np.random.default_rng()  # the unseeded rows' stream, from the OS's entropy
-
     def sample(self, logits: np.ndarray, requests: list[Request]) -> SampleOutput:
         """``logits`` (B, V) float32 rows in the order of ``requests``; modified in place."""
         params = [request.params for request in requests]
@@ -61,7 +61,7 @@ class Sampler:
         scaled = filtered_logits(logits if len(rows) == len(requests) else logits[rows], params)
 
         # Inverse CDF: one uniform per row, in (0, 1] so the chosen entry always has positive mass.
-        uniforms = 1.0 - self.generator.random(len(rows))
+        uniforms = 1.0 - UNSEEDED.random(len(rows))
         for i, request in enumerate(subset):
             if request.generator is not None:
                 # One draw from the request's own generator: the same in any batch size or row position.
@@ -95,10 +95,11 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
-def draw_index(weights: np.ndarray, generator: np.random.Generator) -> int:
-    """One index drawn from non-negative (V,) weights, in proportion to them (a zero weight is never drawn)."""
+def draw_index(weights: np.ndarray, generator: np.random.Generator | None) -> int:
+    """One index drawn from non-negative (V,) weights, in proportion to them (a zero weight is never drawn),
+    from ``generator`` (a seeded request's own) or UNSEEDED."""
     cdf = np.cumsum(weights, dtype=np.float64)
-    target = generator.random() * cdf[-1]
+    target = (UNSEEDED if generator is None else generator).random() * cdf[-1]
     return min(int(np.searchsorted(cdf, target, side="right")), len(weights) - 1)
 
 

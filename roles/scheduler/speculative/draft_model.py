@@ -87,7 +87,6 @@ class DraftModelSpeculator(Speculator):
         self._never: set[str] = set()  # requests holding an id the draft model has no row for
         # request id -> the distributions its sampled draft of this step was drawn from (verification's q)
         self._drawn_from: dict[str, np.ndarray] = {}
-        self._unseeded = np.random.default_rng()  # the draws of requests without a seed of their own
 
     def _draft(self, wanted: list[tuple[Request, int]]) -> list[list[int]]:
         self._drawn_from.clear()
@@ -180,8 +179,7 @@ class DraftModelSpeculator(Speculator):
             params = [items[i].request.params for i in sampled]
             probs = softmax(filtered_logits(logits[sampled], params))
             for row, i in enumerate(sampled):
-                generator = items[i].request.generator or self._unseeded
-                greedy[i] = draw_index(probs[row], generator)
+                greedy[i] = draw_index(probs[row], items[i].request.generator)
                 items[i].probs.append(self._over_served_vocab(probs[row]))
         for i in drafting:
             items[i].tokens.append(greedy[i])

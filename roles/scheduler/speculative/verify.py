@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roles.scheduler.sampling.sampler import draw_index
-
-# The stream of requests without a seed of their own.
-_UNSEEDED = np.random.default_rng()
+from roles.scheduler.sampling.sampler import UNSEEDED, draw_index
 
 
 def accept_greedy(logits: np.ndarray, draft: list[int]) -> list[int]:
@@ -46,11 +43,10 @@ def accept_sampled(
     """``probs`` (k + 1, V), each row a distribution -> the kept drafted tokens and one token drawn from the
     residual of the first rejected row (or from the last row when every drafted token was kept).
     ``draft_probs`` (k, V): the distribution each drafted token was drawn from; None: point masses.
-    ``generator``: the request's own stream, None for the shared one."""
-    generator = _UNSEEDED if generator is None else generator
+    ``generator``: the request's own stream, None for UNSEEDED."""
     # One uniform per drafted token, drawn together: a seeded request's stream advances the same way
     # whatever is accepted.
-    uniforms = generator.random(len(draft)).tolist()
+    uniforms = (UNSEEDED if generator is None else generator).random(len(draft)).tolist()
     rows, ids = np.arange(len(draft)), np.array(draft, dtype=np.int64)
     kept = probs[rows, ids].tolist()
     drawn = [1.0] * len(draft) if draft_probs is None else draft_probs[rows, ids].tolist()
