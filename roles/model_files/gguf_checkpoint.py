@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roles.model_files.families.family import Family
+from roles.model_files.dequantized import dequantized
 from roles.model_files.families.registry import gguf_family
 from roles.model_files.gguf_file import GGUFFormatError, GGUFTensorInfo, open_gguf
 from roles.model_files.model_path import ModelFileError
@@ -152,16 +153,8 @@ class GGUFCheckpoint:
 
     def vector(self, gguf_name: str) -> np.ndarray:
         """A small 1-D tensor (rope factors) as float32 numpy, without torch."""
-        from gguf import GGMLQuantizationType
-        from gguf.quants import dequantize
-
         info = self._gguf_tensor(gguf_name)
-        kind = self._supported(info)
-        return (
-            dequantize(self._rows_of_bytes(info), GGMLQuantizationType(kind.type_id))
-            .astype(np.float32)
-            .reshape(-1)
-        )
+        return dequantized(self._rows_of_bytes(info), self._supported(info)).reshape(-1)
 
     def shape(self) -> ModelShape:
         """The shape from the metadata names llama.cpp's converter writes, the family's own numbers included."""
@@ -284,9 +277,6 @@ class GGUFCheckpoint:
     def array(self, gguf_name: str, expert: int | None = None) -> np.ndarray:
         """A float32 array in torch layout (rows = out_features), Q/K rows un-permuted; of a 3-D stack of
         experts' weights, the weight of one ``expert``. A new array, not a view of the file."""
-        from gguf import GGMLQuantizationType
-        from gguf.quants import dequantize
-
         info = self._gguf_tensor(gguf_name)
         kind = self._supported(info)
         # GGUF lists dims innermost first; torch wants them outermost first.
@@ -294,9 +284,7 @@ class GGUFCheckpoint:
         torch_shape = tuple(int(d) for d in reversed(dims))
         try:
             data = self._rows_of_bytes(info, expert)
-            # Every type, float ones included, through the gguf package: the reference `exact` is held to.
-            values = dequantize(data, GGMLQuantizationType(kind.type_id)).astype(np.float32, copy=False)
-            values = values.reshape(torch_shape)
+            values = dequantized(data, kind).reshape(torch_shape)
         except Exception as error:
             raise ModelFileError(
                 f"{self.path}: tensor {gguf_name!r} ({kind.name}) is unreadable: {error}"
