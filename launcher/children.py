@@ -11,6 +11,7 @@ from launcher.preloaded_parent import preloaded_parent_pid, start_preloading
 from launcher.role_list import ROLES
 from roles.child_process import ChildSpec, child_main
 from roles.endpoints import Endpoints
+from roles.model_files import gguf_file
 from runtime_context import ResolvedConfig
 
 
@@ -75,7 +76,7 @@ class ChildProcesses:
                 context, parent_pid = self._spawn, self.launcher_pid
             process = context.Process(
                 target=child_main,
-                args=(spec, wire, self.endpoints, parent_pid),
+                args=(spec, wire, self.endpoints, parent_pid, gguf_file.opened()),
                 name=f"roleserve-{spec.name}",
                 daemon=False,
             )

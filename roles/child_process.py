@@ -188,10 +188,18 @@ def run_entry(spec: ChildSpec, endpoints: Endpoints) -> None:
         link.control.close(linger=1000)
 
 
-def child_main(spec: ChildSpec, wire: dict, endpoints: Endpoints, parent_pid: int) -> None:
+def child_main(
+    spec: ChildSpec, wire: dict, endpoints: Endpoints, parent_pid: int, model_headers: list = ()
+) -> None:
+    """model_headers: the GGUF headers the launcher parsed (gguf_file.opened()), kept here so the role's
+    own opens of those files read no header again."""
     STARTUP.begin()
     let_go_of_preloaded_parent()
     die_with_parent(parent_pid)
+    if model_headers:
+        from roles.model_files.gguf_file import remember
+
+        remember(model_headers)
     publish_role(spec, wire)
     STARTUP.mark("publish the config")
     # The launcher owns shutdown: a terminal's Ctrl-C reaches the whole process group, ignore it here.

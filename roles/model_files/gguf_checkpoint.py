@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roles.model_files.families.family import Family
 from roles.model_files.dequantized import dequantized
+from roles.model_files.families.family import Family
 from roles.model_files.families.registry import gguf_family
 from roles.model_files.gguf_file import GGUFFormatError, GGUFTensorInfo, open_gguf
 from roles.model_files.model_path import ModelFileError

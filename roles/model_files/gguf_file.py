@@ -8,7 +8,6 @@ open costs tens of milliseconds. Tensor data stays in the map until a caller con
 
 from __future__ import annotations
 
-import functools
 import mmap
 import os
 import pathlib
@@ -151,8 +150,7 @@ class GGUFFile:
 
     def __init__(self, path: str | pathlib.Path):
         self.path = pathlib.Path(path)
-        with open(self.path, "rb") as handle:
-            self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        self._map, self.mtime_ns = _mapped(self.path)
         self.size = len(self._map)
         cursor = _Cursor(self._map)
         try:
@@ -184,14 +182,82 @@ class GGUFFile:
             raise GGUFFormatError(f"tensor {info.name!r} runs past the end of the file")
         return np.frombuffer(self._map, dtype=np.uint8, count=nbytes, offset=info.offset)
 
+    def __reduce__(self):
+        """Pickled as the parse's result (the map is made again where it is unpickled): a child handed the
+        launcher's parse does not walk the header's ~100k tokenizer strings again (``remember``)."""
+        fields = {
+            key: _StringSpans(value) if isinstance(value, LazyStrings) else value
+            for key, value in self.fields.items()
+        }
+        return _reopened, (str(self.path), self.mtime_ns, self.size, fields, self.tensors)
+
+
+def _mapped(path: pathlib.Path) -> tuple[mmap.mmap, int]:
+    with open(path, "rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), os.fstat(handle.fileno()).st_mtime_ns
+
+
+class _StringSpans:
+    """A LazyStrings' offsets in pickled form: two int64 arrays, not 2 x 50k Python ints."""
+
+    def __init__(self, strings: LazyStrings):
+        self.starts = np.asarray(strings._starts, dtype=np.int64)
+        self.ends = np.asarray(strings._ends, dtype=np.int64)
+
+    def over(self, buffer) -> LazyStrings:
+        return LazyStrings(buffer, self.starts.tolist(), self.ends.tolist())
+
+
+def _reopened(path: str, mtime_ns: int, size: int, fields: dict, tensors: dict) -> GGUFFile:
+    """An unpickled parse: the file mapped again and the parse taken as it was, or, where the file is no
+    longer the one parsed (another size or modification time), parsed anew."""
+    file = GGUFFile.__new__(GGUFFile)
+    file.path = pathlib.Path(path)
+    file._map, file.mtime_ns = _mapped(file.path)
+    file.size = len(file._map)
+    if (file.mtime_ns, file.size) != (mtime_ns, size):
+        return GGUFFile(path)
+    file.fields = {
+        key: value.over(file._map) if isinstance(value, _StringSpans) else value
+        for key, value in fields.items()
+    }
+    file.tensors = tensors
+    return file
+
+
+# (resolved path, mtime_ns, size) -> its parse, the newest last; at most _KEEP.
+_OPENED: dict[tuple[str, int, int], GGUFFile] = {}
+_KEEP = 4
+
 
 def open_gguf(path: str | pathlib.Path) -> GGUFFile:
     """The parsed header of ``path``, parsed once per process while the file is unchanged: the launcher's
-    checks and derivations (shape, tensors, tokenizer) each read the same header."""
+    checks and derivations (shape, tensors, tokenizer) each read the same header, and its children are
+    handed that parse (``remember``)."""
     stat = os.stat(path)
-    return _parsed(str(pathlib.Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    key = (str(pathlib.Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    found = _OPENED.get(key)
+    if found is None:
+        found = GGUFFile(key[0])
+        remember([found])
+    return found
 
 
-@functools.lru_cache(maxsize=4)
-def _parsed(path: str, mtime_ns: int, size: int) -> GGUFFile:
-    return GGUFFile(path)
+def opened() -> list[GGUFFile]:
+    """Every parse this process keeps, for a child it starts."""
+    return list(_OPENED.values())
+
+
+def remember(files: list[GGUFFile]) -> None:
+    """Keep ``files`` (parses made here or handed over by the launcher) for open_gguf."""
+    for file in files:
+        key = (str(file.path), file.mtime_ns, file.size)
+        _OPENED.pop(key, None)
+        _OPENED[key] = file
+    while len(_OPENED) > _KEEP:
+        del _OPENED[next(iter(_OPENED))]
+
+
+def forget_all() -> None:
+    """Drop every kept parse (tests that count parses)."""
+    _OPENED.clear()

@@ -1,15 +1,20 @@
 """The GGUF reader against the gguf package's own: the same metadata values from a file its writer wrote, and a
 clear GGUFFormatError, never a crash or a huge allocation, for a file cut inside a string array or one whose
-array claims more strings than the file holds."""
+array claims more strings than the file holds. A parse handed to another process (pickled, as the launcher
+hands its parses to its children) reads the same values there without parsing again, and a file changed
+since is parsed anew."""
 
 from __future__ import annotations
 
+import os
+import pickle
 import struct
 
 import gguf
 import numpy as np
 import pytest
 
+from roles.model_files import gguf_file
 from roles.model_files.gguf_file import GGUFFile, GGUFFormatError
 
 TOKENS = ["<s>", "", "héllo", "▁wörld", "日本", "a b", "\n", "x" * 300]
@@ -69,3 +74,41 @@ def test_an_array_claiming_more_strings_than_the_file_holds_is_refused(tmp_path,
     path.write_bytes(bytes(data))
     with pytest.raises(GGUFFormatError):
         GGUFFile(path)
+
+
+def test_a_handed_parse_reads_the_same_values_and_is_not_parsed_again(tmp_path, monkeypatch):
+    path = tmp_path / "m.gguf"
+    _write(path)
+    gguf_file.forget_all()
+    parsed = gguf_file.open_gguf(path)
+    handed = pickle.loads(pickle.dumps(gguf_file.opened()))
+    gguf_file.forget_all()
+    parses = []
+    original = GGUFFile.__init__
+
+    def counting(self, file_path):
+        parses.append(file_path)
+        original(self, file_path)
+
+    monkeypatch.setattr(GGUFFile, "__init__", counting)
+    gguf_file.remember(handed)
+    opened = gguf_file.open_gguf(path)
+    assert parses == [] and opened is handed[0]
+    assert list(opened.fields["tokenizer.ggml.tokens"]) == TOKENS
+    assert opened.fields["tokenizer.ggml.token_type"] == parsed.fields["tokenizer.ggml.token_type"]
+    assert opened.tensors == parsed.tensors
+    np.testing.assert_array_equal(
+        opened.tensor_bytes(opened.tensors["t"], 32).view(np.float32), np.arange(8, dtype=np.float32)
+    )
+    gguf_file.forget_all()
+
+
+def test_a_parse_handed_over_after_its_file_changed_is_parsed_anew(tmp_path):
+    path = tmp_path / "m.gguf"
+    _write(path)
+    pickled = pickle.dumps(GGUFFile(path))
+    data = path.read_bytes().replace(b"tiny", b"tinz")
+    path.write_bytes(data)
+    stat = os.stat(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert pickle.loads(pickled).fields["general.name"] == "tinz"

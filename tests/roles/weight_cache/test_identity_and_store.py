@@ -109,7 +109,7 @@ def test_a_daemon_that_is_down_is_reported_after_the_ping_timeout(tmp_path, tiny
 def test_a_gguf_is_opened_once_for_shape_tensors_and_eos_ids(monkeypatch):
     opened = []
     original = gguf_file.GGUFFile.__init__
-    gguf_file._parsed.cache_clear()  # parsed by an earlier test in this process: count this load's parses
+    gguf_file.forget_all()  # parsed by an earlier test in this process: count this load's parses
 
     def counting(self, path):
         opened.append(path)
