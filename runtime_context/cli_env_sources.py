@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from runtime_context.assignment import Assignment
 from runtime_context.problems import ConfigProblem, did_you_mean
 from runtime_context.provenance import cli_source, env_source
 from runtime_context.setting import ENV_PREFIX, SettingValueError
 from runtime_context.settings import SETTINGS
-from runtime_context.yaml_source import Assignment
 
 # Short CLI flags and the setting each one sets.
 SHORT_FLAGS: Mapping[str, str] = {

@@ -12,7 +12,6 @@ from runtime_context.problems import ConfigError, ConfigProblem
 from runtime_context.provenance import DEFAULT, Source, derived_source
 from runtime_context.record import ResolvedConfig
 from runtime_context.settings import SETTINGS
-from runtime_context.yaml_source import read_yaml_config
 
 
 def resolve(
@@ -30,6 +29,8 @@ def resolve(
 
     layers = []
     if config_path is not None:
+        from runtime_context.yaml_source import read_yaml_config  # YAML's reader only where a file is read
+
         layers.append(read_yaml_config(config_path))
     layers.append(read_environment(os.environ if environ is None else environ))
     layers.append(read_cli(sets, flags or {}))

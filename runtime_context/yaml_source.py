@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import yaml
 
+from runtime_context.assignment import Assignment
 from runtime_context.problems import ConfigProblem, did_you_mean
-from runtime_context.provenance import Source, file_source
+from runtime_context.provenance import file_source
 from runtime_context.setting import SettingValueError
 from runtime_context.settings import NAMESPACES, SETTINGS, child_namespaces, settings_in, top_namespaces
-
-
-@dataclass(frozen=True)
-class Assignment:
-    key: str
-    value: Any
-    source: Source
-
-    def __repr__(self) -> str:
-        return f"Assignment({self.key}={SETTINGS[self.key].masked(self.value)!r} from {self.source})"
-
 
 # Limits of what a config file may be: a config is a few hundred short lines.
 MAX_CONFIG_BYTES = 1 << 20
