@@ -30,6 +30,16 @@ class ChatTemplates:
             return self.named[_TOOL_USE], f"{self.origin}, template {_TOOL_USE!r}"
         return self.default, self.origin
 
+    def compile_all(self) -> None:
+        """Compiles every template now (each is compiled once, by its first use otherwise); one that does
+        not compile is left to the request that uses it, whose error names it."""
+        for source in (self.default, *self.named.values()):
+            if source:
+                try:
+                    compile_chat_template(source)
+                except ChatTemplateError:
+                    pass
+
 
 def is_template_text(value: str) -> bool:
     """The setting holds a template rather than a path when it has Jinja's delimiters."""

@@ -169,6 +169,8 @@ async def serve(link: ChildLink) -> None:
         loops.append(state.embed_client.receive_forever())
     tasks = [asyncio.ensure_future(loop) for loop in loops]
     link.send_ready()
+    # Jinja and the model's templates after READY, before the first chat request needs them.
+    asyncio.get_running_loop().call_soon(tokenizer.templates.compile_all)
     try:
         await server.serve(sockets=[listener])
     finally:

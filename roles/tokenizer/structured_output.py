@@ -9,10 +9,9 @@ schema, regex or grammar is a 400 that names the problem. JSON is written the wa
 
 from __future__ import annotations
 
-import llguidance
-from llguidance import LLMatcher
-
 from roles.tokenizer.openai_errors import OpenAIError
+
+# llguidance is imported by the first request that asks for structured output: the front is ready without it.
 
 JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 ANY_OBJECT = {"type": "object"}
@@ -20,6 +19,8 @@ ANY_OBJECT = {"type": "object"}
 
 def json_schema_grammar(schema: dict, param: str) -> str:
     """The grammar of JSON matching ``schema``; a 400 naming ``param`` when the schema is not usable."""
+    from llguidance import LLMatcher
+
     try:
         grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_STYLE)
     except ValueError as error:
@@ -28,11 +29,15 @@ def json_schema_grammar(schema: dict, param: str) -> str:
 
 
 def regex_grammar(pattern: str) -> str:
+    from llguidance import LLMatcher
+
     return checked(LLMatcher.grammar_from_regex(pattern), "regex", "regex")
 
 
 def text_grammar(text: str) -> str:
     """A GBNF grammar (llama.cpp's syntax) or a Lark grammar (llguidance's)."""
+    import llguidance
+
     try:
         grammar = llguidance.grammar_from("grammar", text)
     except ValueError as error:
@@ -41,6 +46,8 @@ def text_grammar(text: str) -> str:
 
 
 def checked(grammar: str, param: str, what: str) -> str:
+    from llguidance import LLMatcher
+
     is_error, messages = LLMatcher.validate_grammar_with_warnings(grammar)
     if is_error:
         problem = messages[0].strip() if messages else "rejected by the grammar engine"
