@@ -94,9 +94,11 @@ int64_t rs_packed_bytes(int32_t type, int64_t rows, int64_t row_bytes) {
     return rs_packed_size(int(type), rows, row_bytes);
 }
 
-// Rows [0, rows / 16 * 16) of such a part (row_bytes apart at data) repacked into out (rs_packed_bytes of them).
-void rs_pack_rows(int32_t type, int64_t rows, int64_t row_bytes, const uint8_t* data, uint8_t* out) {
-    if (rs_packed_size(int(type), rows, row_bytes) > 0) rs_repack_rows(int(type), rows, row_bytes, data, out);
+// Rows [0, rows / 16 * 16) of such a part (row_bytes apart at data) repacked into out (rs_packed_bytes of them)
+// by `threads` threads.
+void rs_pack_rows(int32_t type, int64_t rows, int64_t row_bytes, const uint8_t* data, uint8_t* out, int32_t threads) {
+    if (rs_packed_size(int(type), rows, row_bytes) > 0)
+        rs_repack_rows(int(type), rows, row_bytes, data, out, threads > 0 ? int(threads) : 1);
 }
 
 int rs_isa_count() { return RS_ISA_COUNT; }

@@ -192,14 +192,15 @@ static inline int64_t rs_packed_size(int type, int64_t rows, int64_t row_bytes) 
 }
 
 // Part rows [0, rows / 16 * 16) of a packable type, row_bytes apart at data, into out (rs_packed_size); the
-// tiles shared among the threads.
-static inline void rs_repack_rows(int type, int64_t rows, int64_t row_bytes, const uint8_t* data, uint8_t* out) {
+// tiles shared among `threads` threads.
+static inline void rs_repack_rows(int type, int64_t rows, int64_t row_bytes, const uint8_t* data, uint8_t* out,
+                                  int threads) {
     int weights, block_bytes;
     rs_block_layout(type, &weights, &block_bytes);
     const int per_block = weights / 32;
     const int64_t groups = row_bytes / block_bytes * per_block, tiles = rows / RS_PACKED_COLUMNS;
     const int64_t group_bytes = rs_packed_group_bytes(type);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t tile = 0; tile < tiles; ++tile)
         for (int64_t g = 0; g < groups; ++g) {
             uint8_t* group = out + (tile * groups + g) * group_bytes;

@@ -10,7 +10,7 @@ below 16 rows, with int8 inputs on avx2 where the type takes them, int8_packed_r
   arithmetic in the same order; columns past the last whole tile (the row kernels below 16 rows) are left
   out of that comparison;
 - the views carry the packed tiles only once integer activations are on, and a type without a packed form
-  gets none.
+  gets none; packing by several threads gives the bytes one thread gives.
 Their accuracy against the float64 product is test_integer_activations.py's, whose linears of 37 rows take
 the packed tiles for rows 0-31.
 """
@@ -160,6 +160,13 @@ def test_the_packed_bytes_are_the_files_codes_and_scales_column_by_column(type_n
     codes, scales = _read_packed(type_name, packed, COLS // 32)
     np.testing.assert_array_equal(codes, _file_codes(type_name, blocks[:32]))
     np.testing.assert_array_equal(scales, _file_scales(type_name, blocks[:32]))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_packing_by_several_threads_gives_the_bytes_one_thread_gives(threads):
+    blocks = random_rows("Q4_K", 5 * native.PACKED_TILE_ROWS + 3, COLS, seed=8)
+    one = native.packed_rows(BY_NAME["Q4_K"].type_id, blocks)
+    np.testing.assert_array_equal(native.packed_rows(BY_NAME["Q4_K"].type_id, blocks, threads), one)
 
 
 @pytest.mark.parametrize("type_name", ["Q3_K", "Q2_K", "IQ4_NL", "IQ4_XS", "F16"])
