@@ -10,8 +10,8 @@ requests at c=1 and 64 at c=32. llama.cpp and ik_llama.cpp serve the bundled GGU
 with `-fa off`: its flash attention aborts on two requests at once); vLLM serves a bfloat16 folder that
 transformers writes from it once (cached in .cache/peers/). A peer whose binary or python is not given
 says "not run"; one that does not start says why, and the others still run. Ready = from the start of the
-process to the first 200 of /health (roleserve: its "ready" line); memory = PSS of all its processes after
-the load. Also printed: this CPU's flags, the ISA path roleserve's kernels took, the GFLOP/s and GB/s each
+process to the first 200 of /health (roleserve: its "ready" line), the median of --ready-starts starts (vLLM:
+one, of two minutes); memory = PSS of all its processes after the load. Also printed: this CPU's flags, the ISA path roleserve's kernels took, the GFLOP/s and GB/s each
 tok/s figure means (bench/roofline.py) and this machine's measured peaks. The peers are references for
 measuring, never dependencies of roleserve.
 """
@@ -196,6 +196,12 @@ def main() -> None:
     parser.add_argument(
         "--kv-dtype", default=None, help="roleserve's memory.kv_cache_dtype (default: its own)"
     )
+    parser.add_argument(
+        "--ready-starts",
+        type=int,
+        default=5,
+        help="starts whose median is the ready figure (llama.cpp, ik_llama.cpp, roleserve; vLLM starts once)",
+    )
     parser.add_argument("--prompt-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
@@ -240,6 +246,7 @@ def main() -> None:
     print(
         "\nratio: roleserve's figure over the best peer's (tok/s and GFLOP/s: higher is better; the rest lower)"
     )
+    print(f"ready: the median of {args.ready_starts} starts (vLLM: one)")
     for line in not_run(results):
         print(line)
     print(f"\nCPU: {roofline.cpu_model(cpuinfo)}, {psutil.cpu_count()} cores;", end=" ")
