@@ -8,7 +8,6 @@ import weakref
 from multiprocessing.process import BaseProcess
 
 from launcher.preloaded_parent import preloaded_parent_pid, start_preloading
-from launcher.role_list import ROLES
 from roles.child_process import ChildSpec, child_main
 from roles.endpoints import Endpoints
 from roles.model_files import gguf_file
@@ -70,7 +69,7 @@ class ChildProcesses:
             process = self.placement.start(spec, wire, self.endpoints)
         else:
             if spec.preload:
-                start_preloading(ROLES)  # `serve` started it before resolving; in-process users start it here
+                start_preloading()  # `serve` started it before resolving; in-process users start it here
                 context, parent_pid = self._fork_preloaded, preloaded_parent_pid()
             else:
                 context, parent_pid = self._spawn, self.launcher_pid

@@ -136,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     startup = StartupPhases()
     args = build_parser().parse_args(argv)
     if args.command is None:  # the server: its heavy roles' imports start now, beside resolving the config
-        start_preloading(ROLES)
+        start_preloading()
     startup.mark("read the command line")
     if args.command == "roles" and args.action == "list":  # the declarations alone, no configuration
         sys.stdout.write(ROLES.markdown_table())

@@ -23,9 +23,8 @@ def main() -> int:
     argv = sys.argv[1:]
     if serves(argv):
         from launcher.preloaded_parent import start_preloading
-        from launcher.role_list import ROLES
 
-        start_preloading(ROLES)
+        start_preloading()
     from launcher.cli import main as run
 
     return run(argv)

@@ -1,4 +1,4 @@
-"""A parent that imports the heavy roles' modules (torch) while the launcher is still starting, so their
+"""A parent that imports the heavy roles' modules while the launcher is still starting, so their
 processes are forked with those imports done instead of each paying them after a spawn.
 
 It is the standard library's forkserver, started once by `serve` before the configuration is resolved. It
@@ -8,7 +8,8 @@ the launcher does (it reads end-of-file on its pipe from the launcher), and each
 killed when it exits (PR_SET_PDEATHSIG, roles/child_process.py).
 
 Only roles whose description says ``preload`` come from it; the others are spawned as before, so their own
-imports run beside the preload on the other core instead of after it.
+imports run beside the preload on the other core instead of after it. What it imports, and how, is
+launcher/preloaded_imports.py's.
 """
 
 from __future__ import annotations
@@ -17,25 +18,30 @@ import multiprocessing
 import multiprocessing.forkserver
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from roles.role_description import RoleDescription
 from runtime_context.setting import ENV_PREFIX
 
-# The launcher's own main module too: a forked child then finds it already imported and does not import
-# the launcher again, as every spawned child does.
-_ALWAYS = ("__main__", "roles.child_process")
+if TYPE_CHECKING:
+    from roles.role_description import RoleDescription
+
+# The launcher's own main module first: a forked child then finds it already imported and does not import
+# the launcher again, as every spawned child does. Then the roles' modules.
+_PRELOAD = ["__main__", "launcher.preloaded_imports"]
 
 
 def preload_modules(roles: Iterable[RoleDescription]) -> list[str]:
+    """The modules the parent imports for ``roles`` (launcher/preloaded_imports.py): the children's entry and
+    every preloading role's module."""
     entries = sorted({role.entry.split(":")[0] for role in roles if role.preload and role.entry})
-    return [*_ALWAYS, *entries]
+    return ["roles.child_process", *entries]
 
 
-def start_preloading(roles: Iterable[RoleDescription]) -> None:
+def start_preloading() -> None:
     """Start the parent now; it imports while the caller goes on. Safe to call twice (the second does
     nothing)."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(preload_modules(roles))
+    context.set_forkserver_preload(_PRELOAD)
     secrets_too = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith(ENV_PREFIX)}
     try:
         multiprocessing.forkserver.ensure_running()

@@ -12,21 +12,25 @@ from launcher.preloaded_parent import preload_modules
 from launcher.role_list import ROLES
 
 
+def _passes_in_a_fresh_interpreter(code: str, *args: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_the_scheduler_and_the_tokenizer_preload_and_the_roles_that_import_torch_do_not():
     modules = preload_modules(ROLES)
     assert "roles.scheduler.process" in modules and "roles.tokenizer.process" in modules
     assert "roles.encoder.process" not in modules  # torch: spawned, importing it beside the preload
     assert "roles.expert_backup.process" not in modules
-    assert modules[:2] == ["__main__", "roles.child_process"]
+    assert modules[0] == "roles.child_process"
 
 
 def test_every_preloaded_module_imports_without_a_published_configuration():
-    modules = [name for name in preload_modules(ROLES) if name != "__main__"]
+    modules = preload_modules(ROLES)
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
-    result = subprocess.run(
-        [sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 0, result.stderr
+    _passes_in_a_fresh_interpreter(code, *modules)
 
 
 def test_the_console_script_starts_the_parent_only_for_a_command_line_that_serves():
@@ -54,12 +58,25 @@ def test_the_console_script_and_the_preload_import_little_before_they_start():
         "assert 'launcher.cli' not in sys.modules and 'torch' not in sys.modules, 'entry'\n"
         "import roles.scheduler.process\n"
         "assert 'llguidance' not in sys.modules, 'llguidance'\n"
-        "for name in preload_modules(ROLES)[1:]:\n"
+        "for name in preload_modules(ROLES):\n"
         "    importlib.import_module(name)\n"
         "late = [m for m in ('torch', 'jinja2', 'llguidance', 'yaml', 'gguf') if m in sys.modules]\n"
         "assert not late, late\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    _passes_in_a_fresh_interpreter(code)
+
+
+def test_the_parent_imports_with_the_collector_off_and_freezes_what_it_imported():
+    """launcher/preloaded_imports.py, imported as the parent imports it: every preloading role's module is
+    imported, the collector is on again after, and the objects the imports made are frozen (a role forked
+    from the parent neither collects nor copies them)."""
+    code = (
+        "import gc, sys, launcher.preloaded_imports\n"
+        "from launcher.preloaded_parent import preload_modules\n"
+        "from launcher.role_list import ROLES\n"
+        "missing = [name for name in preload_modules(ROLES) if name not in sys.modules]\n"
+        "assert not missing, missing\n"
+        "assert gc.isenabled(), 'collector left off'\n"
+        "assert gc.get_freeze_count() > 50_000, gc.get_freeze_count()\n"
     )
-    assert result.returncode == 0, result.stderr
+    _passes_in_a_fresh_interpreter(code)
