@@ -72,7 +72,7 @@ def gguf_tokenizer_kind(meta: TokenizerMetadata, source: pathlib.Path) -> GGUFTo
 
 
 def _bpe_from_merges(meta: TokenizerMetadata, rules: PreTokenizerRules) -> Tokenizer:
-    vocab = {token: index for index, token in enumerate(meta.tokens)}
+    vocab = meta.ids_by_text
     merges = [tuple(merge.split(" ", 1)) for merge in meta.merges]
     splits = [pre_tokenizers.Split(Regex(regex), behavior="isolated") for regex in rules.regexes]
     if rules.byte_level:
@@ -96,7 +96,7 @@ def _sentencepiece_bpe(meta: TokenizerMetadata, source: pathlib.Path) -> Tokeniz
         raise ModelFileError(
             f"{source}: a SentencePiece vocabulary needs tokenizer.ggml.scores, which is missing"
         )
-    vocab = {token: index for index, token in enumerate(meta.tokens)}
+    vocab = meta.ids_by_text
     unknown = meta.token_text(0 if meta.unknown_token_id is None else meta.unknown_token_id)
     model = models.BPE(
         vocab=vocab,
@@ -129,7 +129,7 @@ def _rstrips(meta: TokenizerMetadata) -> set[str]:
     if "phi-3" not in name and "phi3" not in name:
         return set()
     specials = {
-        meta.tokens[i] for i, kind in enumerate(meta.token_types) if kind in (CONTROL, USER_DEFINED, UNKNOWN)
+        meta.tokens[i] for i in meta.special_ids if meta.token_types[i] in (CONTROL, USER_DEFINED, UNKNOWN)
     }
     return (specials | {"</s>"}) - {"<unk>", "<s>", "<|endoftext|>"}
 
@@ -140,8 +140,8 @@ def _added_tokens(meta: TokenizerMetadata) -> list[AddedToken]:
         AddedToken(
             meta.tokens[i], special=kind != USER_DEFINED, normalized=False, rstrip=meta.tokens[i] in rstrips
         )
-        for i, kind in enumerate(meta.token_types)
-        if kind in (CONTROL, USER_DEFINED, UNKNOWN)
+        for i in meta.special_ids
+        if (kind := meta.token_types[i]) in (CONTROL, USER_DEFINED, UNKNOWN)
     ]
 
 
@@ -174,8 +174,9 @@ def verbatim_tokens(meta: TokenizerMetadata, tokenizer: Tokenizer) -> dict[int, 
     vocabularies hold "ö" and the like as user-defined tokens, which GPT-2's byte alphabet reads as one byte)."""
     return {
         index: meta.tokens[index]
-        for index, kind in enumerate(meta.token_types)
-        if kind == USER_DEFINED and tokenizer.decode([index], skip_special_tokens=False) != meta.tokens[index]
+        for index in meta.special_ids
+        if meta.token_types[index] == USER_DEFINED
+        and tokenizer.decode([index], skip_special_tokens=False) != meta.tokens[index]
     }
 
 

@@ -8,6 +8,7 @@ default for them (add BOS for SentencePiece and Llama 3, a leading space for Sen
 
 from __future__ import annotations
 
+import functools
 import pathlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,12 +75,25 @@ class TokenizerMetadata:
     def vocab_size(self) -> int:
         return len(self.tokens)
 
+    @functools.cached_property
+    def ids_by_text(self) -> dict[str, int]:
+        """Token text -> id (of two tokens with one text, the later), made once: the vocabulary a BPE model
+        is built from, and what finds the tokens named by their text."""
+        return dict(zip(self.tokens, range(len(self.tokens)), strict=True))
+
+    @functools.cached_property
+    def special_ids(self) -> list[int]:
+        """The ids, in order, of every token whose type is not NORMAL (a few hundred of ~50k), made once for
+        the passes that look only at those."""
+        return [index for index, kind in enumerate(self.token_types) if kind != NORMAL]
+
     def end_of_generation_ids(self) -> frozenset[int]:
         """EOS, EOT and EOM, and every token llama.cpp ends a turn at by its text. As llama.cpp: with
         gpt-oss's <|return|> and <|call|>, <|end|> only ends a message; beside Gemma 4's <|tool_response>,
         </s> is an ordinary token."""
         ids = {i for i in (self.eos_token_id, self.eot_token_id, self.eom_token_id) if self.token_text(i)}
-        by_text = {text: index for index, text in enumerate(self.tokens) if text in _END_OF_GENERATION_TEXTS}
+        ids_by_text = self.ids_by_text
+        by_text = {text: ids_by_text[text] for text in _END_OF_GENERATION_TEXTS if text in ids_by_text}
         if {"<|return|>", "<|call|>"} <= by_text.keys() or {"<|calls|>", "<|flush|>"} <= by_text.keys():
             by_text.pop("<|end|>", None)
         if "<|tool_response>" in by_text:
@@ -116,7 +130,7 @@ def tokenizer_metadata_from_fields(fields: Mapping[str, object], path: pathlib.P
         pre=None if fields.get("tokenizer.ggml.pre") is None else str(fields["tokenizer.ggml.pre"]),
         tokens=list(tokens),
         merges=list(fields.get("tokenizer.ggml.merges") or []),
-        token_types=[int(t) for t in token_types],
+        token_types=list(map(int, token_types)),
         bos_token_id=optional_int("tokenizer.ggml.bos_token_id"),
         eos_token_id=optional_int("tokenizer.ggml.eos_token_id"),
         pad_token_id=optional_int("tokenizer.ggml.padding_token_id"),
