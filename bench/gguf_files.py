@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import pathlib
 import sys
+from statistics import median
 
 import psutil
 
@@ -52,12 +53,6 @@ def earlier_starts(args) -> int:
     """Starts measured for ready before the one that serves the load (args.ready_starts, default 1 in all):
     the ready figure is the median of all of them, as one start on a shared machine can be far off."""
     return max(0, getattr(args, "ready_starts", 1) - 1)
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def measure_roleserve(path: str, args) -> dict:
