@@ -208,15 +208,19 @@ class _StringSpans:
         return LazyStrings(buffer, self.starts.tolist(), self.ends.tolist())
 
 
-def _reopened(path: str, mtime_ns: int, size: int, fields: dict, tensors: dict) -> GGUFFile:
-    """An unpickled parse: the file mapped again and the parse taken as it was, or, where the file is no
-    longer the one parsed (another size or modification time), parsed anew."""
+def _reopened(path: str, mtime_ns: int, size: int, fields: dict, tensors: dict) -> GGUFFile | None:
+    """An unpickled parse: the file mapped again and the parse taken as it was; None where the file is no
+    longer the one parsed (another size or modification time, or gone): the process then opens it itself,
+    and a file that is now unreadable fails there with that open's own error."""
     file = GGUFFile.__new__(GGUFFile)
     file.path = pathlib.Path(path)
-    file._map, file.mtime_ns = _mapped(file.path)
+    try:
+        file._map, file.mtime_ns = _mapped(file.path)
+    except (OSError, ValueError):  # gone, unreadable, or empty (mmap refuses a 0-byte file)
+        return None
     file.size = len(file._map)
     if (file.mtime_ns, file.size) != (mtime_ns, size):
-        return GGUFFile(path)
+        return None
     file.fields = {
         key: value.over(file._map) if isinstance(value, _StringSpans) else value
         for key, value in fields.items()
@@ -248,9 +252,10 @@ def opened() -> list[GGUFFile]:
     return list(_OPENED.values())
 
 
-def remember(files: list[GGUFFile]) -> None:
-    """Keep ``files`` (parses made here or handed over by the launcher) for open_gguf."""
-    for file in files:
+def remember(files: list[GGUFFile | None]) -> None:
+    """Keep ``files`` (parses made here or handed over by the launcher; None: one whose file changed) for
+    open_gguf."""
+    for file in filter(None, files):
         key = (str(file.path), file.mtime_ns, file.size)
         _OPENED.pop(key, None)
         _OPENED[key] = file

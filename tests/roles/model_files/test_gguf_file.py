@@ -1,8 +1,8 @@
 """The GGUF reader against the gguf package's own: the same metadata values from a file its writer wrote, and a
 clear GGUFFormatError, never a crash or a huge allocation, for a file cut inside a string array or one whose
 array claims more strings than the file holds. A parse handed to another process (pickled, as the launcher
-hands its parses to its children) reads the same values there without parsing again, and a file changed
-since is parsed anew."""
+hands its parses to its children) reads the same values there without parsing again, and one whose file
+changed or went since is dropped, the file then parsed anew."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_a_handed_parse_reads_the_same_values_and_is_not_parsed_again(tmp_path, 
     gguf_file.forget_all()
 
 
-def test_a_parse_handed_over_after_its_file_changed_is_parsed_anew(tmp_path):
+def test_a_parse_handed_over_after_its_file_changed_or_went_is_dropped_and_the_file_parsed_anew(tmp_path):
     path = tmp_path / "m.gguf"
     _write(path)
     pickled = pickle.dumps(GGUFFile(path))
@@ -111,4 +111,10 @@ def test_a_parse_handed_over_after_its_file_changed_is_parsed_anew(tmp_path):
     path.write_bytes(data)
     stat = os.stat(path)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    assert pickle.loads(pickled).fields["general.name"] == "tinz"
+    assert pickle.loads(pickled) is None
+    gguf_file.forget_all()
+    gguf_file.remember([pickle.loads(pickled)])
+    assert gguf_file.open_gguf(path).fields["general.name"] == "tinz"
+    path.unlink()
+    assert pickle.loads(pickled) is None  # gone: the role's own open says so, with its own error
+    gguf_file.forget_all()
