@@ -72,9 +72,7 @@ class NativeModel:
             for index in range(shape.num_layers)
         ]
         self.embedding = _kernel_linear(state, "embedding.", hidden)
-        self.lm_head = _kernel_linear(state, "lm_head.", hidden) if "lm_head.block_types" in state else None
-        if self.lm_head is None and "lm_head.weight" in state:
-            self.lm_head = _kernel_linear(state, "lm_head.", hidden)
+        self.lm_head = _kernel_linear(state, "lm_head.", hidden)  # None: tied to the embedding, or no view
         self.norm = state["norm"]
         self.rotary = SimpleNamespace(
             inv_freq=rope_inverse_frequencies(shape.head_dim, shape.rope_theta, shape.rope_scaling)
