@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.reference_server import reference_server, tree_pss_mib  # noqa: E402
 from bench.serving import run_load  # noqa: E402
-from bench.startup import Server, free_port  # noqa: E402
+from bench.startup import Server, free_port, ready_s  # noqa: E402
 
 
 def run_levels(url: str, args) -> list[dict]:
@@ -67,13 +67,7 @@ def measure_roleserve(path: str, args) -> dict:
         | ({"activation_dtype": args.activation_dtype} if args.activation_dtype else {})
         | ({"threads": args.threads} if args.threads else {})
     )
-    readies = []
-    for _ in range(earlier_starts(args)):
-        server = Server(config)
-        try:
-            readies.append(server.wait_ready())
-        finally:
-            server.stop()
+    readies = [ready_s(config) for _ in range(earlier_starts(args))]
     server = Server(config)
     try:
         readies.append(server.wait_ready())
