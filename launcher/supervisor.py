@@ -185,6 +185,11 @@ class Supervisor:
     def supervise(self) -> int:
         while self.stop_reason is None:
             self.poll_control(100)
+            if self.stop_reason is not None:
+                # A stop signal came during the poll. Sent to the whole process group (a terminal's
+                # kill, systemd's default), it reached the children too: one that exited with it is part of
+                # the stop, not a failure to report.
+                break
             self.report_health()
             for spec, process in self.children.exited():
                 if not self.on_failure(

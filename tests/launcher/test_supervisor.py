@@ -229,6 +229,27 @@ def test_a_stop_request_ends_supervision_cleanly(make_supervisor):
     assert process.exitcode is not None
 
 
+def test_a_child_that_exits_with_the_stop_signal_is_part_of_the_stop(make_supervisor, capsys):
+    # A SIGTERM sent to the whole process group reaches the launcher and its children at once: the launcher's
+    # handler sets stop_reason while it polls, and by the poll's end a child has already exited with it.
+    supervisor = make_supervisor()
+    supervisor.start([spec(0, "ready_role")])
+    process = supervisor.children.by_name["test[0]"][1]
+    poll = supervisor.poll_control
+
+    def poll_while_the_group_is_signalled(timeout_ms: int) -> None:
+        poll(timeout_ms)
+        os.kill(process.pid, signal.SIGTERM)
+        process.join(10)
+        supervisor.stop_reason = "SIGTERM"
+
+    supervisor.poll_control = poll_while_the_group_is_signalled
+    assert supervisor.supervise() == 0
+    assert process.exitcode is not None
+    assert "shutting everything down" not in capsys.readouterr().err
+    supervisor.shutdown()
+
+
 def test_a_child_busy_in_long_steps_is_never_taken_for_hung_nor_stuck(make_supervisor, capsys):
     supervisor = make_supervisor(heartbeat_timeout_s=1, stall_timeout_s=5)
     supervisor.start([spec(0, "busy_role")])
