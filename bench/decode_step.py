@@ -71,13 +71,20 @@ def time_steps(model, batch, kv_cache, steps: int) -> float:
         return best_of(lambda: model(batch, kv_cache), steps)
 
 
-def linears_alone(model, batch_size: int) -> float:
+def model_linears(model) -> list:
+    """Every linear a decode step multiplies by: each layer's four projections, then the output head."""
     modules = [
         m
         for layer in model.layers
         for m in (layer.qkv_proj, layer.o_proj, layer.gate_up_proj, layer.down_proj)
     ]
     modules.append(model.lm_head if model.lm_head is not None else model.embedding)
+    return modules
+
+
+def linears_alone(model, batch_size: int) -> float:
+    """Seconds of one pass over model_linears at batch_size rows of random inputs (the best of 7)."""
+    modules = model_linears(model)
     inputs = [torch.randn(batch_size, m.in_features) for m in modules]
     return best_of(lambda: [m(x) for m, x in zip(modules, inputs, strict=True)], steps=10)
 

@@ -29,10 +29,11 @@ import psutil
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import roofline  # noqa: E402
+from bench import linear_rate, roofline  # noqa: E402
 from bench.gguf_files import measure_llama_server, measure_roleserve, run_levels, slots_and_context  # noqa: E402
 from bench.reference_server import bytecode_note, reference_server, tree_pss_mib  # noqa: E402
 from bench.startup import free_port  # noqa: E402
+from runtime_context.settings import SETTINGS  # noqa: E402
 
 PEERS = ("llama.cpp server", "ik_llama.cpp server", "vLLM CPU")
 OURS = "roleserve auto"
@@ -266,6 +267,11 @@ def main() -> None:
         f"this machine's peaks: torch float32 matmul {peaks[0]:.1f} GFLOP/s on {threads} threads;"
         f" numpy sum of 1 GiB {peaks[1]:.1f} GB/s read on one core"
     )
+    if isinstance(ours, dict):  # the servers are all stopped: the cores are this process's alone again
+        rows = [args.concurrency[-1], 256]
+        activations = args.activation_dtype or SETTINGS["exec.activation_dtype"].default
+        for line in linear_rate.report(args.model, rows, args.kernel_isa, activations, threads, peaks[0]):
+            print(line)
     print(bytecode_note())
 
 
