@@ -176,8 +176,10 @@ def run_one(name: str, measure) -> dict | str:
     try:
         return measure()
     except (SystemExit, Exception) as error:  # noqa: BLE001 (reported in the table's notes)
-        print(f"  failed: {error}", flush=True)
-        return f"failed: {str(error).splitlines()[0][:200]}"
+        # Some errors say nothing (httpx's ReadError when a server drops the connection): name the type.
+        why = (str(error).splitlines() or [""])[0][:200] or type(error).__name__
+        print(f"  failed: {why}", flush=True)
+        return f"failed: {why}"
 
 
 def main() -> None:

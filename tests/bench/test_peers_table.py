@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.peers import FIGURES, OURS, PEERS, figures, format_table, ratio_to_best_peer
+from bench.peers import FIGURES, OURS, PEERS, figures, format_table, ratio_to_best_peer, run_one
 from bench.roofline import LinearWeights
 
 WEIGHTS = LinearWeights(params=100_000_000, file_bytes=60_000_000)
@@ -65,3 +65,18 @@ def test_ready_takes_the_asked_starts():
 
     assert earlier_starts(type("Args", (), {"ready_starts": 5})()) == 4
     assert earlier_starts(object()) == 0  # bench/gguf_files.py's own runs: one start
+
+
+class _SilentError(Exception):
+    """As httpx's ReadError when a server drops its connection: no message at all."""
+
+
+def _raise(error: BaseException):
+    raise error
+
+
+def test_a_server_that_fails_is_reported_by_its_first_line_or_its_error_type(capsys):
+    assert run_one("peer", lambda: _raise(RuntimeError("port taken\nmore"))) == "failed: port taken"
+    assert run_one("peer", lambda: _raise(_SilentError())) == "failed: _SilentError"
+    assert run_one("peer", lambda: _raise(SystemExit("no binary"))) == "failed: no binary"
+    assert "failed: _SilentError" in capsys.readouterr().out
