@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import hashlib
 import os
 import pathlib
@@ -26,6 +27,10 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from roles.scheduler.kernels.isa import cpu_flags  # noqa: E402
+
 CACHE = ROOT / ".cache" / "bench"
 
 # Twelve independent chains: each instruction's latency is 3-5 cycles and up to two issue a cycle, so
@@ -84,13 +89,6 @@ INSTRUCTIONS = {
 }
 
 
-def cpu_flag_set() -> set[str]:
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
 def library_path() -> pathlib.Path:
     """The compiled loops, built on first use of this source text."""
     digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:16]
@@ -111,6 +109,7 @@ def library_path() -> pathlib.Path:
     return path
 
 
+@functools.cache
 def library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(library_path()))
     for function, _, _ in INSTRUCTIONS.values():
@@ -120,8 +119,8 @@ def library() -> ctypes.CDLL:
 
 
 def available() -> list[str]:
-    """The instructions this CPU has, by /proc/cpuinfo."""
-    flags = cpu_flag_set()
+    """The instructions this CPU has, by /proc/cpuinfo (as the kernels' own paths are checked)."""
+    flags = cpu_flags()
     return [name for name, (_, needs, _) in INSTRUCTIONS.items() if set(needs) <= flags]
 
 

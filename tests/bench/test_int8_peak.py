@@ -9,11 +9,12 @@ import subprocess
 import pytest
 
 from bench import int8_peak
+from roles.scheduler.kernels.isa import cpu_flags
 
 
 @pytest.fixture(params=list(int8_peak.INSTRUCTIONS))
 def instruction(request):
-    flags = int8_peak.cpu_flag_set()
+    flags = cpu_flags()
     missing = [flag for flag in int8_peak.INSTRUCTIONS[request.param][1] if flag not in flags]
     if missing:
         pytest.skip(f"this CPU lacks {', '.join(missing)} ({request.param})")
@@ -32,7 +33,7 @@ def test_each_loop_is_the_instruction_it_is_named_for():
 
 
 def test_the_instructions_offered_are_those_the_cpu_flags_name():
-    flags = int8_peak.cpu_flag_set()
+    flags = cpu_flags()
     offered = int8_peak.available()
     assert ("vpmaddubsw ymm" in offered) == ("avx2" in flags)
     assert ("vpmaddubsw zmm" in offered) == ({"avx512f", "avx512bw"} <= flags)
