@@ -24,8 +24,6 @@ import pathlib
 import sys
 import tempfile
 
-import torch
-
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from roles.scheduler.kernels import native  # noqa: E402
@@ -61,7 +59,7 @@ def forced_agreement(model, shape, groups, references, kv_dtype: str = "float32"
     agree = total = 0
     largest = 0.0
     for group, (continuations, exact_logits) in zip(groups, references, strict=True):
-        logits = forced_decode_logits(model, shape, group, continuations, kv_dtype=getattr(torch, kv_dtype))
+        logits = forced_decode_logits(model, shape, group, continuations, kv_dtype=kv_dtype)
         for ours, theirs in zip(logits, exact_logits, strict=True):
             agree += int((ours.argmax(-1) == theirs.argmax(-1)).sum())
             total += theirs.shape[0]
