@@ -12,6 +12,7 @@ from typing import Any
 
 from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
 from roles.model_files.model_shape import ModelShape
+from roles.scheduler.kv_cache.kv_dtype import derived_kv_dtype
 from runtime_context.derivation import BUILTIN_RULES, DerivationFailed, DerivationRule
 
 
@@ -46,6 +47,35 @@ CONTEXT_LENGTH_FROM_MODEL = DerivationRule(
     compute=lambda values: read_model_shape(values["model.path"]).context_length,
 )
 
+
+def _kv_cache_dtype(values: Mapping[str, Any]) -> str:
+    try:
+        return derived_kv_dtype(
+            values["model.path"],
+            values["exec.weight_dtype"],
+            values["exec.kernel_isa"],
+            values["exec.activation_dtype"],
+        )
+    except ModelFileError as error:
+        raise DerivationFailed("model.path", str(error)) from None
+
+
+# Before KV_TOKENS_FROM_BUDGET, which reads the element type it derives.
+KV_DTYPE_FROM_WEIGHTS = DerivationRule(
+    name="kv_dtype_from_rounding",
+    target="memory.kv_cache_dtype",
+    inputs=(
+        "memory.kv_cache_dtype=auto",
+        "exec.weight_dtype",
+        "exec.kernel_isa",
+        "exec.activation_dtype",
+        "model.path",
+        "cpu flags",
+    ),
+    applies=lambda values: values["memory.kv_cache_dtype"] == "auto",
+    compute=_kv_cache_dtype,
+)
+
 KV_TOKENS_FROM_BUDGET = DerivationRule(
     name="kv_memory_budget",
     target="memory.kv_cache_tokens",
@@ -60,4 +90,4 @@ KV_TOKENS_FROM_BUDGET = DerivationRule(
     compute=_kv_cache_tokens,
 )
 
-LAUNCHER_RULES = (*BUILTIN_RULES, CONTEXT_LENGTH_FROM_MODEL, KV_TOKENS_FROM_BUDGET)
+LAUNCHER_RULES = (*BUILTIN_RULES, CONTEXT_LENGTH_FROM_MODEL, KV_DTYPE_FROM_WEIGHTS, KV_TOKENS_FROM_BUDGET)

@@ -166,10 +166,13 @@ _declare(
     "memory",
     "kv_cache_dtype",
     str,
-    "float32",
-    "Element type of the KV cache: float32, or float16 (half the memory per token and half the bytes attention "
-    "reads; K and V rounded to 11 significant bits, so greedy output may differ from exact).",
-    choices=("float32", "float16"),
+    "auto",
+    "Element type of the KV cache: float32, float16 (half the memory per token and half the bytes attention "
+    "reads; K and V rounded to 11 significant bits, so greedy output may differ from exact) or auto: float16 "
+    "where exec.activation_dtype int8 already rounds the inputs of the file's quantised linears on the CPU "
+    "kernels' path (98.4-99.4% teacher-forced top-1 agreement with exact on the five files measured, "
+    "against 98.6-99.8% with float32), float32 everywhere else.",
+    choices=("auto", "float32", "float16"),
 )
 _declare("memory", "page_size", int, 16, "Tokens per KV-cache page.", minimum=1, maximum=1024)
 _declare("memory", "prefix_cache", bool, True, "Reuse cached pages of shared prompt prefixes.")

@@ -3,6 +3,7 @@ import json
 import pytest
 from serve_command import run_serve
 
+from roles.scheduler.kernels.isa import missing_flags
 from runtime_context.settings import SETTINGS
 
 
@@ -170,3 +171,23 @@ def test_the_kv_budget_holds_twice_the_tokens_in_float16(dtype, tokens):
     shown = {leaf["key"]: leaf for leaf in json.loads(result.stdout)["leaves"]}
     assert shown["memory.kv_cache_tokens"]["value"] == tokens
     assert "memory.kv_cache_dtype" in shown["memory.kv_cache_tokens"]["source"]
+
+
+def test_the_kv_dtype_is_derived_from_the_activations_and_the_file():
+    """By default (int8 activations on the bundled Q4_1 file) the cache is float16, the rule and what it read
+    named as its source; int16 activations make it float32; a value given is taken as it is."""
+
+    def shown(*sets):
+        args = [a for s in sets for a in ("--set", s)]
+        result = run_serve("config", "show", "--format", "json", *args)
+        assert result.returncode == 0, result.stderr
+        return {leaf["key"]: leaf for leaf in json.loads(result.stdout)["leaves"]}["memory.kv_cache_dtype"]
+
+    default = shown()
+    # where the kernels cannot run (no AVX2), exact runs instead: float32
+    assert default["value"] == ("float32" if missing_flags("avx2") else "float16")
+    source = default["source"]
+    assert "kv_dtype_from_rounding" in source
+    assert "exec.activation_dtype" in source and "model.path" in source
+    assert shown("exec.activation_dtype=int16")["value"] == "float32"
+    assert shown("memory.kv_cache_dtype=float32")["value"] == "float32"

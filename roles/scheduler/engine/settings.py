@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roles.scheduler.engine.core import EngineConfig
+from roles.scheduler.kv_cache.kv_dtype import derived_kv_dtype
 from runtime_context import published_leaves
 from runtime_context.settings import SETTINGS
 
@@ -48,9 +49,19 @@ def engine_config(*, kv_cache_tokens: int, **fields_given: Any) -> EngineConfig:
     they are (tests use shapes the declared bounds refuse); the engine checks what it depends on.
 
     kv_cache_tokens is required: its declared default (0) means "derive from the memory budget", which the
-    launcher does at resolution.
+    launcher does at resolution. So is memory.kv_cache_dtype's (auto): unless given, it is derived as the
+    launcher derives it (roles.scheduler.kv_cache.kv_dtype) where model_path is given, else float32 (the
+    engine is then handed a loaded model, whose file this does not read).
     """
     unknown = sorted(set(fields_given) - {field.name for field in dataclasses.fields(EngineConfig)})
     if unknown:
         raise TypeError(f"EngineConfig has no fields {unknown}")
-    return dataclasses.replace(_engine_config(_DECLARED), kv_cache_tokens=kv_cache_tokens, **fields_given)
+    config = dataclasses.replace(_engine_config(_DECLARED), kv_cache_tokens=kv_cache_tokens, **fields_given)
+    if "kv_cache_dtype" in fields_given:
+        return config
+    kv_dtype = "float32"
+    if "model_path" in fields_given:
+        kv_dtype = derived_kv_dtype(
+            config.model_path, config.weight_dtype, config.kernel_isa, config.activation_dtype
+        )
+    return dataclasses.replace(config, kv_cache_dtype=kv_dtype)

@@ -17,7 +17,10 @@ def test_in_process_defaults_are_the_declared_ones():
     config = engine_config(kv_cache_tokens=1024, page_size=8)
     assert config.kv_cache_tokens == 1024 and config.page_size == 8
     assert config.threads == 0  # declared: 0, the cores available
-    assert config == dataclasses.replace(from_bags, page_size=8, threads=0)
+    # memory.kv_cache_dtype's declared auto is derived from the model file by the launcher (not here: no
+    # launcher rules); in process without a model path it is float32
+    assert from_bags.kv_cache_dtype == "auto" and config.kv_cache_dtype == "float32"
+    assert config == dataclasses.replace(from_bags, page_size=8, threads=0, kv_cache_dtype="float32")
 
 
 def test_the_server_path_reads_every_field_from_the_scheduler_bags():

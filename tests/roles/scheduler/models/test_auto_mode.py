@@ -159,13 +159,18 @@ PROMPTS = [  # 16 prompts of token ids: English, code, numbers, chat-like, rando
 MIN_TOP1_AGREEMENT = 0.98
 
 
-@pytest.mark.parametrize("kv_dtype", [np.float32, np.float16])
-def test_auto_agrees_with_exact_float32(bundled_auto, kv_dtype):
+@pytest.mark.parametrize(
+    "activations, kv_dtype",
+    [("float32", np.float32), ("float32", np.float16), ("int8", np.float16)],
+)
+def test_auto_agrees_with_exact_float32(bundled_auto, activations, kv_dtype):
     """Teacher forced on exact's greedy tokens: the prompt through the prefill path, then one-call decode steps;
-    over a float32 KV cache, and over a float16 one (exact's stays float32)."""
+    over a float32 KV cache, and over a float16 one (exact's stays float32); and as the server runs by default,
+    int8 activations over a float16 cache (memory.kv_cache_dtype auto, roles/scheduler/kv_cache/kv_dtype.py)."""
     exact, shape = load_model("smollm2", weight_dtype="exact")
     continuations, exact_logits = greedy_decode_with_logits(exact, shape, PROMPTS, 24)
     model, _ = bundled_auto
+    native.set_activation_dtype(activations)
     logits = forced_decode_logits(model, shape, PROMPTS, continuations, kv_dtype=kv_dtype)
     agree = sum(int((a.argmax(-1) == e.argmax(-1)).sum()) for a, e in zip(logits, exact_logits, strict=True))
     total = sum(e.shape[0] for e in exact_logits)
