@@ -12,7 +12,6 @@ from typing import Any
 
 from roles.model_files.model_path import ModelFileError, is_gguf, resolve_model_path
 from roles.model_files.model_shape import ModelShape
-from roles.scheduler.kv_cache.kv_dtype import derived_kv_dtype
 from runtime_context.derivation import BUILTIN_RULES, DerivationFailed, DerivationRule
 
 
@@ -49,6 +48,8 @@ CONTEXT_LENGTH_FROM_MODEL = DerivationRule(
 
 
 def _kv_cache_dtype(values: Mapping[str, Any]) -> str:
+    from roles.scheduler.kv_cache.kv_dtype import derived_kv_dtype  # numpy and the GGUF reader: when needed
+
     try:
         return derived_kv_dtype(
             values["model.path"],
