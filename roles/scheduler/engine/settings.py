@@ -49,9 +49,9 @@ def engine_config(*, kv_cache_tokens: int, **fields_given: Any) -> EngineConfig:
     they are (tests use shapes the declared bounds refuse); the engine checks what it depends on.
 
     kv_cache_tokens is required: its declared default (0) means "derive from the memory budget", which the
-    launcher does at resolution. So is memory.kv_cache_dtype's (auto): unless given, it is derived as the
-    launcher derives it (roles.scheduler.kv_cache.kv_dtype) where model_path is given, else float32 (the
-    engine is then handed a loaded model, whose file this does not read).
+    launcher does at resolution. memory.kv_cache_dtype's declared auto is the launcher's to derive too: here,
+    unless given, it is derived alike (roles.scheduler.kv_cache.kv_dtype) where model_path is given, and is
+    float32 where it is not (the engine is then handed a loaded model, whose file this does not read).
     """
     unknown = sorted(set(fields_given) - {field.name for field in dataclasses.fields(EngineConfig)})
     if unknown:

@@ -3,11 +3,12 @@ derives it at resolution and `serve roles inspect` shows it with the rule that c
 
 float16 where the model's outputs already differ from exact's: the kernels run (exec.weight_dtype auto, on a
 CPU they run on) with exec.activation_dtype int8, and int8 rounds the inputs of some of the file's quantised
-linears on the path they take (on avx2 not Q8_0's, which run as int16: a Q8_0 file there stays float32). There a float16 cache halves the bytes a decode step's attention reads (it is bound by reading
-the cache: at 32 sequences of 192 tokens, 58.3 -> 51.5 ms a step on a Zen 3) and the memory a token costs,
-and the teacher-forced top-1 agreement with exact stays at or above the 98% the default must keep
-(docs/weights-and-kernels.md). float32 everywhere else: exact, int16 and float32 activations, and float
-weights stay token-identical to transformers only with a float32 cache.
+linears on the path they take (on avx2 not Q8_0's, which run as int16 there). A float16 cache halves the bytes
+a decode step's attention reads, which bounds it (32 sequences of 192 cached tokens: 58.3 -> 51.5 ms a step on
+a Zen 3), and the memory a token costs, while the teacher-forced top-1 agreement with exact stays at or above
+the 98% the default keeps (docs/weights-and-kernels.md). float32 everywhere else: exact, the other activation
+dtypes, float weights (a Hugging Face folder, whose files are then not opened, or a float GGUF) and a Q8_0
+file on avx2 stay token-identical to transformers on weights rounded alike only with a float32 cache.
 """
 
 from __future__ import annotations
@@ -44,8 +45,6 @@ def derived_kv_dtype(model_path: str, weight_dtype: str, kernel_isa: str, activa
     if weight_dtype != "auto" or activation_dtype != "int8" or path is None:  # no need to read the file
         return "float32"
     resolved = resolve_model_path(model_path)
-    if not is_gguf(
-        resolved
-    ):  # a Hugging Face folder's weights are float: int8 rounds none (its files unread)
+    if not is_gguf(resolved):  # a Hugging Face folder: float weights, which int8 does not round
         return "float32"
     return kv_dtype_for(weight_dtype, path, activation_dtype, int8_rounds(model_tensors(str(resolved)), path))
