@@ -47,4 +47,5 @@ def test_roles_shows_the_family_and_its_attention_windows(server):
     assert facts["attention_windows"] == "0-4: 8, 5: full"
     # The served config's KV budget and batch sizes decide the windowed pool's pages.
     assert facts["kv_pool full"].startswith("layers 5: ")
-    assert re.fullmatch(r"layers 0-4: \d+ pages of \d+ tokens", facts["kv_pool window 8"])
+    # a Hugging Face folder's float weights: a float32 cache (memory.kv_cache_dtype auto)
+    assert re.fullmatch(r"layers 0-4: \d+ pages of \d+ tokens in float32", facts["kv_pool window 8"])

@@ -115,18 +115,26 @@ def _layer_runs(layers: tuple[int, ...]) -> str:
 
 
 def kv_pool_facts(groups: list[KVGroup]) -> list[dict]:
-    """One inspect row per attention group: its layers, window and pages."""
+    """One inspect row per attention group: its layers, window, pages and (with its storage) their element
+    type."""
     rows = []
     for group in groups:
         pages = group.cache.allocator.num_usable_pages
+        value = f"layers {_layer_runs(group.layers)}: {pages} pages of {group.page_size} tokens"
+        source = (
+            "memory.kv_cache_tokens"
+            if not group.window
+            else "schedule.max_running_requests x window pages + schedule.chunked_prefill_size, "
+            "at most memory.kv_cache_tokens"
+        )
+        if group.kv is not None:
+            value += f" in {group.kv.storage.dtype.name}"
+            source += "; memory.kv_cache_dtype"
         rows.append(
             {
                 "key": f"kv_pool {'full' if not group.window else f'window {group.window}'}",
-                "value": f"layers {_layer_runs(group.layers)}: {pages} pages of {group.page_size} tokens",
-                "source": "memory.kv_cache_tokens"
-                if not group.window
-                else "schedule.max_running_requests x window pages + schedule.chunked_prefill_size, "
-                "at most memory.kv_cache_tokens",
+                "value": value,
+                "source": source,
             }
         )
     return rows

@@ -1,6 +1,16 @@
 """Attention groups: which layers share a pool, how big each pool is, and which prefix hits every group serves."""
 
-from roles.scheduler.kv_cache.kv_groups import KVGroup, attention_groups, group_num_pages, match_prefix
+import pytest
+
+from roles.scheduler.engine.settings import engine_config
+from roles.scheduler.kv_cache.kv_groups import (
+    KVGroup,
+    attention_groups,
+    build_kv_groups,
+    group_num_pages,
+    kv_pool_facts,
+    match_prefix,
+)
 from roles.scheduler.kv_cache.page_allocator import PageAllocator
 from roles.scheduler.kv_cache.prefix_cache import ROOT_HASH, PrefixCache
 from tests.roles.scheduler.scheduler_fakes import fake_shape
@@ -90,3 +100,13 @@ def _chain(tokens: list[int]):
     for start in range(0, len(tokens), PAGE):
         parent = hash((parent, tuple(tokens[start : start + PAGE])))
         yield parent
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_pool_facts_name_the_caches_element_type(dtype):
+    """The inspect row of a pool built with its storage says what K and V are stored as, and which setting
+    chose it."""
+    config = engine_config(kv_cache_tokens=64, page_size=PAGE, kv_cache_dtype=dtype)
+    [row] = kv_pool_facts(build_kv_groups(fake_shape(), config))
+    assert row["value"].endswith(f"pages of {PAGE} tokens in {dtype}")
+    assert "memory.kv_cache_dtype" in row["source"]
