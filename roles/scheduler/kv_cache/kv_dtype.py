@@ -16,18 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from roles.model_files.model_path import is_gguf, resolve_model_path
-from roles.model_files.tensor_types import BY_NAME
 from roles.model_files.weight_formats import WeightTensor, model_tensors
-from roles.scheduler.kernels.isa import path_for, takes_int8
+from roles.scheduler.kernels.isa import QUANTISED_TYPES, path_for, takes_int8
 
 
 def int8_rounds(tensors: Iterable[WeightTensor], kernel_path: str) -> bool:
     """Whether int8 activations round the inputs of any of the layers' quantised linears on ``kernel_path``."""
     return any(
-        t.kind == "linear"
-        and t.type_name in BY_NAME
-        and not BY_NAME[t.type_name].is_float
-        and takes_int8(kernel_path, t.type_name)
+        t.kind == "linear" and t.type_name in QUANTISED_TYPES and takes_int8(kernel_path, t.type_name)
         for t in tensors
     )
 
