@@ -38,7 +38,8 @@ def kv_dtype_for(weight_dtype: str, kernel_path: str | None, activation_dtype: s
 def derived_kv_dtype(model_path: str, weight_dtype: str, kernel_isa: str, activation_dtype: str) -> str:
     """kv_dtype_for the model file at ``model_path`` on this CPU (raises ModelFileError when it is unreadable)."""
     path = path_for(kernel_isa)
-    if weight_dtype != "auto" or activation_dtype != "int8" or path is None:  # no need to read the file
+    # float32 whatever the file holds: no need to read it
+    if kv_dtype_for(weight_dtype, path, activation_dtype, rounded=True) == "float32":
         return "float32"
     resolved = resolve_model_path(model_path)
     if not is_gguf(resolved):  # a Hugging Face folder: float weights, which int8 does not round
