@@ -44,23 +44,36 @@ def rates(model_path: str, rows: list[int], isa: str, activations: str, threads:
         return {n: 2 * params * n / linears_alone(model, n) / 1e9 for n in rows}
 
 
+def int8_peaks(threads: int) -> dict[str, float]:
+    """GOP/s of each int8 multiply instruction this CPU has, alone on `threads` threads (bench/int8_peak.py)."""
+    return {name: int8_peak.peak_gop_s(name, threads) for name in int8_peak.available()}
+
+
 def report(
-    model_path: str, rows: list[int], isa: str, activations: str, threads: int, float32_peak: float
+    model_path: str,
+    rows: list[int],
+    isa: str,
+    activations: str,
+    threads: int,
+    float32_peak: float,
+    int8_rates: dict[str, float] | None = None,
 ) -> list[str]:
     """The lines bench/peers.py and main print: each rate, then the peaks it is held against (float32_peak:
-    roofline.matmul_gflop_s on `threads`, which the caller has measured)."""
+    roofline.matmul_gflop_s on `threads`, which the caller has measured; int8_rates: int8_peaks, measured
+    here unless the caller has)."""
     measured = rates(model_path, rows, isa, activations, threads)
-    int8_peaks = {name: int8_peak.peak_gop_s(name, threads) for name in int8_peak.available()}
+    if int8_rates is None:
+        int8_rates = int8_peaks(threads)
     lines = [
         f"roleserve's linears, one pass over the model's ({native.selected_isa()} path, {activations}"
         f" activations, {threads} threads): "
         + ", ".join(f"{measured[n]:.1f} GFLOP/s at {n} rows" for n in rows)
     ]
     peaks = [f"torch float32 matmul {float32_peak:.1f} GFLOP/s"]
-    peaks += [f"{name} alone {rate:.1f} GOP/s" for name, rate in int8_peaks.items()]
+    peaks += [f"{name} alone {rate:.1f} GOP/s" for name, rate in int8_rates.items()]
     lines.append(f"peaks on {threads} threads: " + "; ".join(peaks))
-    if int8_peaks:
-        best = max(int8_peaks.values())
+    if int8_rates:
+        best = max(int8_rates.values())
         lines.append(
             "as a share of the int8 multiply's peak: "
             + ", ".join(f"{measured[n] / best:.0%} at {n} rows" for n in rows)

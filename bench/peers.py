@@ -68,6 +68,30 @@ def figures(result: dict, weights: roofline.LinearWeights) -> dict[str, float]:
     }
 
 
+def load_bound(
+    weights: roofline.LinearWeights,
+    prompt_len: int,
+    output_len: int,
+    int8_rates: dict[str, float],
+    ours: dict[str, float],
+) -> list[str]:
+    """What this load's linears ask of the fastest int8 multiply this CPU has (int8_rates: its instructions'
+    GOP/s alone): the operations per generated token, the tok/s that instruction's peak allows with nothing
+    else run, and roleserve's c=32 figure as a share of that bound."""
+    if not int8_rates:
+        return []
+    name, peak = max(int8_rates.items(), key=lambda item: item[1])
+    ops = weights.ops_per_generated_token(prompt_len, output_len)
+    bound = weights.bound_tok_s(peak, prompt_len, output_len)
+    tok_s = ours["c=32 output tok/s"]
+    return [
+        f"this load's linears: {ops / 1e6:.0f} M operations per generated token, its {prompt_len} prompt tokens'"
+        f" share included; {name} alone ({peak:.1f} GOP/s) bounds it at {bound:.0f} tok/s at any concurrency,"
+        " every operation at that instruction's rate and nothing else run",
+        f"roleserve's c=32 {tok_s:.1f} tok/s is {tok_s / bound:.0%} of that bound",
+    ]
+
+
 def ratio_to_best_peer(values: dict[str, float | None], higher_is_better: bool) -> tuple[float, str] | None:
     """roleserve's value over the best peer's (the highest or the lowest), and that peer; None when
     roleserve or every peer has no value."""
@@ -272,10 +296,14 @@ def main() -> None:
     if isinstance(ours, dict):  # the servers are all stopped: the cores are this process's alone again
         rows = [args.concurrency[-1], 256]
         activations = args.activation_dtype or SETTINGS["exec.activation_dtype"].default
+        int8_rates = linear_rate.int8_peaks(threads)
         try:
-            lines = linear_rate.report(args.model, rows, args.kernel_isa, activations, threads, peaks[0])
+            lines = linear_rate.report(
+                args.model, rows, args.kernel_isa, activations, threads, peaks[0], int8_rates
+            )
         except Exception as error:  # noqa: BLE001 (a model whose layers are not Llama's dense ones, as MoE)
             lines = [f"roleserve's linears alone: not measured ({type(error).__name__}: {error})"]
+        lines += load_bound(weights, args.prompt_len, args.output_len, int8_rates, results[OURS])
         for line in lines:
             print(line)
     print(bytecode_note())

@@ -20,13 +20,29 @@ FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile"
 
 @dataclass(frozen=True)
 class LinearWeights:
-    """The weights a decode step multiplies by: how many, and how many bytes they take in the file."""
+    """The weights a decode step multiplies by: how many, and how many bytes they take in the file; of
+    them, the output head's."""
 
     params: int
     file_bytes: int
+    head_params: int = 0
 
     def gflop_s(self, tok_s: float) -> float:
         return 2 * self.params * tok_s / 1e9
+
+    def ops_per_generated_token(self, prompt_len: int, output_len: int) -> float:
+        """Operations of the linears per generated token of a load whose every request has ``prompt_len``
+        prompt tokens and ``output_len`` generated ones: each token the model runs meets every block weight
+        (the prompt's and every generated one but the last, which is never fed back), and only the tokens
+        whose next token is sampled meet the head (the prompt's last and the generated ones but the last)."""
+        forwards = prompt_len + output_len - 1
+        blocks = self.params - self.head_params
+        return 2 * (blocks * forwards + self.head_params * output_len) / output_len
+
+    def bound_tok_s(self, gop_s: float, prompt_len: int, output_len: int) -> float:
+        """The most generated tokens per second of that load on ``gop_s`` billion operations a second spent
+        on the linears alone, at any concurrency."""
+        return gop_s * 1e9 / self.ops_per_generated_token(prompt_len, output_len)
 
     def gb_s(self, tok_s: float, bytes_per_param: float | None = None) -> float:
         """Weight bytes read per second: the file's own types, or bytes_per_param for a server that holds
@@ -47,8 +63,12 @@ def is_linear(name: str, shape: tuple[int, ...], names: set[str]) -> bool:
 def linear_weights(tensors: list[tuple[str, tuple[int, ...], int, int]]) -> LinearWeights:
     """From (name, shape, element count, byte count) of every tensor of a GGUF file."""
     names = {name for name, *_ in tensors}
-    chosen = [(count, size) for name, shape, count, size in tensors if is_linear(name, shape, names)]
-    return LinearWeights(sum(c for c, _ in chosen), sum(s for _, s in chosen))
+    chosen = [(name, count, size) for name, shape, count, size in tensors if is_linear(name, shape, names)]
+    return LinearWeights(
+        sum(c for _, c, _ in chosen),
+        sum(s for *_, s in chosen),
+        sum(c for name, c, _ in chosen if not name.startswith("blk.")),
+    )
 
 
 def gguf_linear_weights(path: str) -> LinearWeights:

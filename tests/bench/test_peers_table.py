@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.peers import FIGURES, OURS, PEERS, figures, format_table, ratio_to_best_peer, run_one
+from bench.peers import FIGURES, OURS, PEERS, figures, format_table, load_bound, ratio_to_best_peer, run_one
 from bench.roofline import LinearWeights
 
 WEIGHTS = LinearWeights(params=100_000_000, file_bytes=60_000_000)
@@ -30,6 +30,18 @@ def test_figures_carry_every_row_in_the_shown_units():
 def test_a_server_holding_bfloat16_weights_reads_two_bytes_a_weight():
     shown = figures(measurement(80.0, 160.0, bytes_per_param=2), WEIGHTS)
     assert shown["c=1 GB/s (weight bytes x tok/s)"] == pytest.approx(2 * 100e6 * 80 / 1e9)
+
+
+def test_the_load_is_bounded_by_the_fastest_int8_multiply_and_ours_shown_against_it():
+    weights = LinearWeights(params=1_000_000, file_bytes=600_000, head_params=200_000)
+    ops = weights.ops_per_generated_token(128, 128)
+    rates = {"vpmaddubsw ymm": 100.0, "vpdpbusd zmm": 400.0}
+    lines = load_bound(weights, 128, 128, rates, figures(measurement(80.0, 160.0), weights))
+    bound = 400e9 / ops
+    assert f"{ops / 1e6:.0f} M operations per generated token" in lines[0]
+    assert f"vpdpbusd zmm alone (400.0 GOP/s) bounds it at {bound:.0f} tok/s" in lines[0]
+    assert lines[1] == f"roleserve's c=32 160.0 tok/s is {160 / bound:.0%} of that bound"
+    assert load_bound(weights, 128, 128, {}, figures(measurement(80.0, 160.0), weights)) == []
 
 
 def test_the_best_peer_is_the_highest_or_the_lowest():
