@@ -10,6 +10,7 @@ import zmq.asyncio
 
 from roles.endpoints import Endpoints
 from roles.protocol import EmbedRequest, EmbedResult, EncoderInfo, FrameCounter, embed_decoder, encode
+from roles.sockets import connect
 
 
 class EmbedClient:
@@ -18,7 +19,7 @@ class EmbedClient:
         self.requests = context.socket(zmq.PUSH)  # PUSH spreads requests over every connected encoder
         self.requests.setsockopt(zmq.LINGER, 0)
         for index in range(endpoints.num_encoders):
-            self.requests.connect(endpoints.encoder_requests(index))
+            connect(self.requests, endpoints.encoder_requests(index))
         self.results = context.socket(zmq.PULL)
         self.results.bind(endpoints.tokenizer_embeddings(instance))
         self.waiting: dict[str, asyncio.Future] = {}

@@ -25,7 +25,7 @@ from roles.protocol import (
     encode,
     result_decoder,
 )
-from roles.sockets import bind
+from roles.sockets import bind, connect
 
 log = logging.getLogger("roleserve.tokenizer")
 
@@ -36,7 +36,7 @@ class EngineClient:
         self.num_schedulers = endpoints.dp_size  # every replica answers an ExpertCommand
         self.requests = context.socket(zmq.PUSH)
         self.requests.setsockopt(zmq.LINGER, 0)
-        self.requests.connect(endpoints.request_entry)
+        connect(self.requests, endpoints.request_entry, endpoints.curve)
         self.results = bind(context.socket(zmq.PULL), endpoints.tokenizer_results(instance), endpoints.curve)
         self.queues: dict[str, asyncio.Queue[TokenEvent | Overloaded]] = {}
         self.frames = FrameCounter()
