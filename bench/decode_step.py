@@ -13,6 +13,7 @@ whole step, the rest being attention, norms, RoPE, SiLU and synchronisation.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import pathlib
 import sys
@@ -50,20 +51,29 @@ def decode_batch(
     activations: str = "float32",
     kv_dtype: str = "float32",
 ):
-    """An engine whose batch_size requests have `context` tokens cached, and their next decode step."""
+    """An engine whose batch_size requests have about `context` tokens cached, and their next decode step.
+
+    The prompts are prefilled a chunk a step, and a request whose prompt is in decodes one token every later
+    step: each may generate as many tokens as there are prefill steps, and none may finish before the last
+    prompt is in, or the step would have fewer than batch_size rows."""
     config = engine_config(
         kv_cache_tokens=batch_size * (context + 64),
         kernel_isa=kernel_isa,
         activation_dtype=activations,
         kv_cache_dtype=kv_dtype,
     )
+    prefill_steps = -(-batch_size * context // config.chunked_prefill_size) + 1
+    config = dataclasses.replace(config, kv_cache_tokens=batch_size * (context + prefill_steps + 64))
     engine = Engine(config, (model, shape))
-    params = SamplingFields(temperature=0, max_tokens=32, ignore_eos=True)
+    params = SamplingFields(temperature=0, max_tokens=prefill_steps + 32, ignore_eos=True)
     for i in range(batch_size):
         engine.add_request(f"r{i}", [(100 + 7 * i + j) % 20000 for j in range(context)], params)
     while any(r.num_computed_tokens < r.num_prompt_tokens for r in engine._requests.values()):
         engine.step()
-    return engine, build_forward_batch(engine.scheduler.schedule(), engine.config.page_size)
+    batch = build_forward_batch(engine.scheduler.schedule(), engine.config.page_size)
+    if batch.input_ids.shape[0] != batch_size:
+        raise RuntimeError(f"the decode step has {batch.input_ids.shape[0]} rows, not {batch_size}")
+    return engine, batch
 
 
 def time_steps(model, batch, kv_cache, steps: int) -> float:
