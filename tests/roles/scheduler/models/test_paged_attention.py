@@ -75,3 +75,18 @@ def test_the_plan_attends_as_written_out(dtype, window, sequences):
     got = plan.attend(q, k_cache, v_cache, DIM**-0.5, window)
     expected = written_out(q, k_cache, v_cache, sequences, DIM**-0.5, window)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_one_plan_serves_every_layer_in_turn():
+    """The plan's gather buffers are reused from layer to layer: each layer's answer is its own cache's."""
+    generator = torch.Generator().manual_seed(1)
+    caches = [
+        tuple((torch.randn(PAGES * PAGE, KV_HEADS, DIM, generator=generator) * 3).to(dtype) for _ in "kv")
+        for dtype in (torch.float16, torch.float16, torch.float32)
+    ]
+    batch = batch_of(SEQUENCES)
+    q = torch.randn(batch.input_ids.shape[0], HEADS, DIM, generator=generator)
+    plan = PagedAttentionPlan(batch, PAGE, GROUP)
+    answers = [plan.attend(q, k, v, DIM**-0.5) for k, v in caches]
+    for (k, v), got in zip(caches, answers, strict=True):
+        torch.testing.assert_close(got, written_out(q, k, v, SEQUENCES, DIM**-0.5, 0), atol=1e-5, rtol=1e-5)
