@@ -10,8 +10,8 @@ this prints is the rate the multiply pipes allow for each one the CPU has, a bou
 float32 matmul (`bench/roofline.py`) is the bound of float32 arithmetic, not of these. A product counts as 2
 operations, as a multiply-add does in GFLOP/s.
 
-The loop is C, compiled here on first use with this machine's `cc` into `.cache/bench/` (each instruction in
-a function of its own target, as the kernels are: no -march), and run through ctypes.
+The loop is C, compiled on first use (bench/c_loops.py: each instruction in a function of its own target, as
+the kernels are: no -march), and run through ctypes.
 """
 
 from __future__ import annotations
@@ -19,19 +19,16 @@ from __future__ import annotations
 import argparse
 import ctypes
 import functools
-import hashlib
 import os
 import pathlib
-import subprocess
 import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import c_loops  # noqa: E402
 from roles.scheduler.kernels.isa import cpu_flags  # noqa: E402
-
-CACHE = ROOT / ".cache" / "bench"
 
 # Twelve independent chains: each instruction's latency is 3-5 cycles and up to two issue a cycle, so
 # twelve keep every pipe busy; each result feeds the next so that none can be hoisted out of the loop.
@@ -91,22 +88,7 @@ INSTRUCTIONS = {
 
 def library_path() -> pathlib.Path:
     """The compiled loops, built on first use of this source text."""
-    digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:16]
-    path = CACHE / f"int8_peak_{digest}.so"
-    if not path.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        source = CACHE / f"int8_peak_{digest}.c"
-        source.write_text(SOURCE)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        built = subprocess.run(
-            ["cc", "-O2", "-fopenmp", "-shared", "-fPIC", "-o", str(partial), str(source)],
-            capture_output=True,
-            text=True,
-        )
-        if built.returncode != 0:
-            sys.exit(f"cc could not build {source}:\n{built.stderr[-2000:]}")
-        partial.replace(path)
-    return path
+    return c_loops.compiled("int8_peak", SOURCE)
 
 
 @functools.cache

@@ -12,7 +12,9 @@ transformers writes from it once (cached in .cache/peers/). A peer whose binary 
 says "not run"; one that does not start says why, and the others still run. Ready = from the start of the
 process to the first 200 of /health (roleserve: its "ready" line), the median of --ready-starts starts (vLLM:
 one, of two minutes); memory = PSS of all its processes after the load. Also printed: this CPU's flags, the ISA path roleserve's kernels took, the GFLOP/s and GB/s each
-tok/s figure means (bench/roofline.py) and this machine's measured peaks. The peers are references for
+tok/s figure means (bench/roofline.py) and this machine's measured peaks: torch's float32 matmul, the rate of
+reading memory on one thread and on all (bench/read_rate.py), with roleserve's c=1 weight traffic as a share of
+the latter. The peers are references for
 measuring, never dependencies of roleserve.
 """
 
@@ -29,7 +31,7 @@ import psutil
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import linear_rate, roofline  # noqa: E402
+from bench import linear_rate, read_rate, roofline  # noqa: E402
 from bench.gguf_files import measure_llama_server, measure_roleserve, run_levels, slots_and_context  # noqa: E402
 from bench.reference_server import bytecode_note, reference_server, tree_pss_mib  # noqa: E402
 from bench.startup import free_port  # noqa: E402
@@ -90,6 +92,22 @@ def load_bound(
         " every operation at that instruction's rate and nothing else run",
         f"roleserve's c=32 {tok_s:.1f} tok/s is {tok_s / bound:.0%} of that bound",
     ]
+
+
+def read_share(threads: int, one_thread_gb_s: float, all_gb_s: float, ours: dict | str) -> list[str]:
+    """The machine's read rate on one thread and on the engine's `threads`, and roleserve's c=1 weight
+    traffic as a share of the latter: a decode step at c=1 reads every weight once per token on every
+    thread of the engine (bench/read_rate.py)."""
+    lines = [
+        f"reading memory (bench/read_rate.py): {one_thread_gb_s:.1f} GB/s on one thread, {all_gb_s:.1f} GB/s"
+        f" on {threads}"
+    ]
+    gb_s = ours.get("c=1 GB/s (weight bytes x tok/s)") if isinstance(ours, dict) else None
+    if gb_s is not None:
+        lines.append(
+            f"roleserve's c=1 reads its weights at {gb_s:.1f} GB/s: {gb_s / all_gb_s:.0%} of that on {threads}"
+        )
+    return lines
 
 
 def ratio_to_best_peer(values: dict[str, float | None], higher_is_better: bool) -> tuple[float, str] | None:
@@ -243,7 +261,7 @@ def main() -> None:
     weights = roofline.gguf_linear_weights(str(gguf_path))
     threads = args.threads or len(psutil.Process().cpu_affinity())
     cpuinfo = pathlib.Path("/proc/cpuinfo").read_text()
-    peaks = (roofline.matmul_gflop_s(threads), roofline.read_gb_s())
+    peaks = (roofline.matmul_gflop_s(threads), read_rate.read_gb_s(1), read_rate.read_gb_s(threads))
 
     measured: dict[str, dict | str] = {}
     llama_likes = (
@@ -289,10 +307,9 @@ def main() -> None:
         f"linear weights (blocks + output head): {weights.params / 1e6:.1f}M, {weights.file_bytes / 2**20:.1f}"
         f" MiB in the file ({weights.params * 2 / 2**20:.1f} MiB as vLLM's bfloat16)"
     )
-    print(
-        f"this machine's peaks: torch float32 matmul {peaks[0]:.1f} GFLOP/s on {threads} threads;"
-        f" numpy sum of 1 GiB {peaks[1]:.1f} GB/s read on one core"
-    )
+    print(f"this machine's peaks: torch float32 matmul {peaks[0]:.1f} GFLOP/s on {threads} threads")
+    for line in read_share(threads, peaks[1], peaks[2], results[OURS]):
+        print(line)
     if isinstance(ours, dict):  # the servers are all stopped: the cores are this process's alone again
         rows = [args.concurrency[-1], 256]
         activations = args.activation_dtype or SETTINGS["exec.activation_dtype"].default

@@ -13,8 +13,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile")
 
 
@@ -114,14 +112,3 @@ def matmul_gflop_s(threads: int, size: int = 1024, seconds: float = 2.0) -> floa
         return best
     finally:
         torch.set_num_threads(previous)
-
-
-def read_gb_s(mib: int = 1024, repeats: int = 5) -> float:
-    """One core summing a float32 array far larger than any cache: bytes read per second, best of repeats."""
-    array = np.ones(mib * 2**20 // 4, dtype=np.float32)
-    best = 0.0
-    for _ in range(repeats):
-        started = time.perf_counter()
-        array.sum()
-        best = max(best, array.nbytes / (time.perf_counter() - started) / 1e9)
-    return best

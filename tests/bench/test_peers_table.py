@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from bench.peers import FIGURES, OURS, PEERS, figures, format_table, load_bound, ratio_to_best_peer, run_one
+from bench.peers import (
+    FIGURES,
+    OURS,
+    PEERS,
+    figures,
+    format_table,
+    load_bound,
+    ratio_to_best_peer,
+    read_share,
+    run_one,
+)
 from bench.roofline import LinearWeights
 
 WEIGHTS = LinearWeights(params=100_000_000, file_bytes=60_000_000)
@@ -42,6 +52,14 @@ def test_the_load_is_bounded_by_the_fastest_int8_multiply_and_ours_shown_against
     assert f"vpdpbusd zmm alone (400.0 GOP/s) bounds it at {bound:.0f} tok/s" in lines[0]
     assert lines[1] == f"roleserve's c=32 160.0 tok/s is {160 / bound:.0%} of that bound"
     assert load_bound(weights, 128, 128, {}, figures(measurement(80.0, 160.0), weights)) == []
+
+
+def test_the_c1_weight_traffic_is_held_against_the_read_rate_on_the_engines_threads():
+    ours = figures(measurement(80.0, 160.0), WEIGHTS)  # c=1: 60 MB x 80 tok/s = 4.8 GB/s
+    lines = read_share(2, 10.0, 16.0, ours)
+    assert lines[0] == "reading memory (bench/read_rate.py): 10.0 GB/s on one thread, 16.0 GB/s on 2"
+    assert lines[1] == "roleserve's c=1 reads its weights at 4.8 GB/s: 30% of that on 2"
+    assert read_share(2, 10.0, 16.0, "did not start: port in use") == lines[:1]
 
 
 def test_the_best_peer_is_the_highest_or_the_lowest():
