@@ -14,8 +14,7 @@ process to the first 200 of /health (roleserve: its "ready" line), the median of
 one, of two minutes); memory = PSS of all its processes after the load. Also printed: this CPU's flags, the ISA path roleserve's kernels took, the GFLOP/s and GB/s each
 tok/s figure means (bench/roofline.py) and this machine's measured peaks: torch's float32 matmul, the rate of
 reading memory on one thread and on all (bench/read_rate.py), with roleserve's c=1 weight traffic as a share of
-the latter. The peers are references for
-measuring, never dependencies of roleserve.
+the latter. The peers are references for measuring, never dependencies of roleserve.
 """
 
 from __future__ import annotations
