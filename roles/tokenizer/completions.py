@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from fastapi import Request
+from starlette.requests import Request
 
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.generation import ChoiceResult, Delta, TokenInfo

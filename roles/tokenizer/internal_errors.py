@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from fastapi.responses import JSONResponse
+from starlette.responses import JSONResponse
 
 from roles.tokenizer.openai_errors import error_body
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from roles.tokenizer.request_body import BodyProblem
 
 ErrorType = Literal["invalid_request_error", "rate_limit_error", "server_error"]
 
@@ -72,14 +74,12 @@ def error_response(error: OpenAIError) -> JSONResponse:
     )
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(OpenAIError)
+def install_error_handlers(app: Starlette) -> None:
     async def _openai(request: Request, error: OpenAIError) -> JSONResponse:
         return error_response(error)
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, error: RequestValidationError) -> JSONResponse:
-        first = error.errors()[0] if error.errors() else {}
+    async def _validation(request: Request, error: BodyProblem) -> JSONResponse:
+        first = error.errors[0] if error.errors else {}
         location = [str(part) for part in first.get("loc", ()) if part != "body"]
         param = ".".join(location) or None
         message = first.get("msg", "invalid request")
@@ -87,8 +87,11 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"{param}: {message}"
         return JSONResponse(error_body(400, message, param, "invalid_value"), 400)
 
-    @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
         # The router's own answers: 404 for an unknown path, 405 with the route's methods in Allow.
         body = error_body(error.status_code, str(error.detail))
         return JSONResponse(body, error.status_code, headers=error.headers)
+
+    app.add_exception_handler(OpenAIError, _openai)
+    app.add_exception_handler(BodyProblem, _validation)
+    app.add_exception_handler(StarletteHTTPException, _http)

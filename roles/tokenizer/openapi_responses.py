@@ -3,13 +3,12 @@ are not completions), every error it gives, in the OpenAI shape (OpenAIErrorBody
 carry; /metrics in text/plain and a completion asked with stream: true as server-sent events.
 
 A request that fails validation is a 400 (openai_errors), never FastAPI's 422: ``drop_validation_422``
-takes FastAPI's own 422 declaration out of the spec. A client that goes away gets nothing, so the 499 the
+takes FastAPI's own 422 declaration out of the spec (operations.py has FastAPI write it). A client that goes away gets nothing, so the 499 the
 server counts then is not declared either.
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI
 from pydantic import BaseModel
 
 from roles.tokenizer.openai_errors import OpenAIErrorBody
@@ -172,19 +171,11 @@ ROLES = _by_status(
 )
 
 
-def drop_validation_422(app: FastAPI) -> None:
+def drop_validation_422(spec: dict) -> None:
     """The spec without the 422 FastAPI declares on every route that takes a body or a parameter."""
-    build = app.openapi
-
-    def openapi() -> dict:
-        if app.openapi_schema is None:
-            spec = build()  # also kept as app.openapi_schema, which this edits in place
-            for operations in spec["paths"].values():
-                for operation in operations.values():
-                    operation["responses"].pop("422", None)
-            schemas = spec.get("components", {}).get("schemas", {})
-            for name in ("HTTPValidationError", "ValidationError"):
-                schemas.pop(name, None)
-        return app.openapi_schema
-
-    app.openapi = openapi
+    for operations in spec["paths"].values():
+        for operation in operations.values():
+            operation["responses"].pop("422", None)
+    schemas = spec.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)

@@ -11,8 +11,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 
-from fastapi import Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
 
 from roles.protocol import SamplingFields
 from roles.tokenizer.engine_client import EngineClient

@@ -2,17 +2,17 @@
 or chat messages through the chat template), with the same checks on input.
 
 The OpenAPI spec says what the handlers check: exactly one of prompt and messages (oneOf, and neither may be
-null), and token ids within the served vocabulary (declared once the app knows it: declare_token_bounds)."""
+null), and token ids within the served vocabulary (declared once the app knows it: bound_token_ids)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import FastAPI
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from roles.tokenizer.front_state import FrontState
 from roles.tokenizer.openai_errors import OpenAIError
+from roles.tokenizer.operations import Operations
 from roles.tokenizer.request_prep import chat_prompt_ids, check_model, checked_ids, encode_text
 from roles.tokenizer.schemas import ChatMessage
 
@@ -62,10 +62,9 @@ class DetokenizeResponse(BaseModel):
     prompt: str
 
 
-def declare_token_bounds(app: FastAPI, vocab_size: int) -> None:
-    """Token ids in the spec are bounded by the served vocabulary, as checked_ids bounds them: /detokenize's
+def bound_token_ids(spec: dict, vocab_size: int) -> None:
+    """Token ids in the spec bounded by the served vocabulary, as checked_ids bounds them: /detokenize's
     tokens and the token-id forms of a completion prompt."""
-    build = app.openapi
 
     def bound(schema: dict) -> None:
         if schema.get("type") == "integer":
@@ -74,26 +73,21 @@ def declare_token_bounds(app: FastAPI, vocab_size: int) -> None:
             if isinstance(nested, dict):
                 bound(nested)
 
-    def openapi() -> dict:
-        if app.openapi_schema is None:
-            schemas = build()["components"]["schemas"]  # also kept as app.openapi_schema, edited in place
-            bound(schemas["DetokenizeRequest"]["properties"]["tokens"])
-            prompt = schemas.get("CompletionRequest", {}).get("properties", {}).get("prompt")
-            for form in prompt.get("anyOf", ()) if prompt else ():
-                if form.get("type") == "array" and form["items"].get("type") != "string":
-                    bound(form)
-        return app.openapi_schema
-
-    app.openapi = openapi
+    schemas = spec["components"]["schemas"]
+    bound(schemas["DetokenizeRequest"]["properties"]["tokens"])
+    prompt = schemas.get("CompletionRequest", {}).get("properties", {}).get("prompt")
+    for form in prompt.get("anyOf", ()) if prompt else ():
+        if form.get("type") == "array" and form["items"].get("type") != "string":
+            bound(form)
 
 
-def add_tokenize_routes(app: FastAPI, state: FrontState, responses: dict) -> None:
+def add_tokenize_routes(api: Operations, state: FrontState, responses: dict) -> None:
     # An app built for its spec alone (no state: tests/docs) has no vocabulary to bound ids by.
     vocab_size = getattr(getattr(state, "tokenizer", None), "vocab_size", None)
     if vocab_size:
-        declare_token_bounds(app, vocab_size)
+        api.finish_spec(lambda spec: bound_token_ids(spec, vocab_size))
 
-    @app.post("/tokenize", response_model=TokenizeResponse, responses=responses)
+    @api.post("/tokenize", response_model=TokenizeResponse, responses=responses)
     async def tokenize(body: TokenizeRequest):
         if body.model is not None:
             check_model(state, body.model)
@@ -105,7 +99,7 @@ def add_tokenize_routes(app: FastAPI, state: FrontState, responses: dict) -> Non
             ids = await chat_prompt_ids(state, body.messages, body.add_generation_prompt)
         return TokenizeResponse(tokens=ids, count=len(ids), max_model_len=state.settings.context_length)
 
-    @app.post("/detokenize", response_model=DetokenizeResponse, responses=responses)
+    @api.post("/detokenize", response_model=DetokenizeResponse, responses=responses)
     async def detokenize(body: DetokenizeRequest):
         if body.model is not None:
             check_model(state, body.model)

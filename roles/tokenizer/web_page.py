@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI
-from fastapi.responses import FileResponse
-from fastapi.staticfiles import StaticFiles
+from starlette.requests import Request
+from starlette.responses import FileResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
 
 STATIC_DIR = Path(__file__).with_name("static")
 STATIC_PREFIX = "/static"
@@ -22,9 +23,11 @@ PAGE_PATHS = frozenset(
 )
 
 
-def add_web_page(app: FastAPI) -> None:
-    @app.get("/", include_in_schema=False)
-    async def web_page():
-        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+async def _web_page(request: Request) -> FileResponse:
+    return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
-    app.mount(STATIC_PREFIX, StaticFiles(directory=STATIC_DIR), name="static")
+
+def web_page_routes() -> list[BaseRoute]:
+    page = Route("/", _web_page, methods=["GET"], include_in_schema=False)
+    page.methods = {"GET"}  # as every route here: no HEAD (operations.py)
+    return [page, Mount(STATIC_PREFIX, StaticFiles(directory=STATIC_DIR), name="static")]
