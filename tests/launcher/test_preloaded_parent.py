@@ -7,9 +7,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from launcher import preloaded_parent
 from launcher.entry import serves
 from launcher.preloaded_parent import preload_modules
 from launcher.role_list import ROLES
+from runtime_context.setting import ENV_PREFIX
 
 
 def _passes_in_a_fresh_interpreter(code: str, *args: str) -> None:
@@ -46,11 +48,15 @@ def test_the_console_script_starts_the_parent_only_for_a_command_line_that_serve
 
 
 def test_the_console_script_and_the_preload_import_little_before_they_start():
-    """The console script starts the parent before it imports the launcher (so the parent's imports run
-    beside the launcher's), the scheduler's modules leave the grammar engine to the first grammar, and the
-    whole preload imports no torch, and none of what a role needs only after READY or never: Jinja (the
+    """The console script starts the parent before it imports the launcher or the configuration package (so
+    the parent's imports run beside the launcher's), the scheduler's modules leave the grammar engine to the
+    first grammar, and the whole preload imports no torch, and none of what a role needs only after READY or never: Jinja (the
     first chat template), llguidance (the first grammar), YAML (only the launcher reads a config file), the
     gguf package (quantised types dequantised to float, never in `auto`)."""
+    starting = (
+        "import sys, launcher.entry, launcher.preloaded_parent\nassert 'runtime_context' not in sys.modules\n"
+    )
+    _passes_in_a_fresh_interpreter(starting)  # the configuration package waits until the parent is started
     code = (
         "import sys, importlib, launcher.entry\n"
         "from launcher.preloaded_parent import preload_modules\n"
@@ -64,6 +70,12 @@ def test_the_console_script_and_the_preload_import_little_before_they_start():
         "assert not late, late\n"
     )
     _passes_in_a_fresh_interpreter(code)
+
+
+def test_the_parent_keeps_the_configurations_prefix_out_of_its_environment():
+    """The prefix the parent drops (written out there, to start without importing runtime_context) is the one
+    settings are read from."""
+    assert preloaded_parent.ENV_PREFIX == ENV_PREFIX
 
 
 def test_the_parent_imports_with_the_collector_off_and_freezes_what_it_imported():
