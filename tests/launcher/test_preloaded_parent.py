@@ -50,9 +50,9 @@ def test_the_console_script_starts_the_parent_only_for_a_command_line_that_serve
 def test_the_console_script_and_the_preload_import_little_before_they_start():
     """The console script starts the parent before it imports the launcher or the configuration package (so
     the parent's imports run beside the launcher's), the scheduler's modules leave the grammar engine to the
-    first grammar, and the whole preload imports no torch, and none of what a role needs only after READY or never: Jinja (the
-    first chat template), llguidance (the first grammar), YAML (only the launcher reads a config file), the
-    gguf package (quantised types dequantised to float, never in `auto`)."""
+    first grammar, and the whole preload imports no torch, and none of what a role needs only after READY or
+    never: Jinja (the first chat template), llguidance (the first grammar), YAML (only the launcher reads a
+    config file), the gguf package (quantised types dequantised to float, never in `auto`)."""
     starting = (
         "import sys, launcher.entry, launcher.preloaded_parent\nassert 'runtime_context' not in sys.modules\n"
     )
