@@ -14,13 +14,12 @@ expert at a time under the family's HF names (Mixtral's ``block_sparse_moe.exper
 
 from __future__ import annotations
 
+import math
 import pathlib
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from roles.model_files.dequantized import dequantized
 from roles.model_files.families.family import Family
 from roles.model_files.families.registry import gguf_family
 from roles.model_files.gguf_file import GGUFFormatError, GGUFTensorInfo, open_gguf
@@ -28,6 +27,9 @@ from roles.model_files.model_path import ModelFileError
 from roles.model_files.model_shape import ModelShape
 from roles.model_files.tensor_types import BY_ID, BY_NAME, SUPPORTED_NAMES, TensorType, type_name
 from roles.model_files.tokenizer_metadata import TokenizerMetadata, tokenizer_metadata_from_fields
+
+if TYPE_CHECKING:  # numpy is imported where tensors are read (as np): the launcher reads headers only
+    import numpy
 
 _GLOBAL_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -78,6 +80,8 @@ def unpermute_rope_rows(rows, num_heads: int):
     llama.cpp stores each head's rows as interleaved pairs (x0, x_half, x1, x_half+1, ...) for its
     GPT-J-style RoPE; HF's rotate_half wants the two halves contiguous. Per head: (D/2, 2) -> (2, D/2).
     """
+    import numpy as np
+
     head_rows = rows.shape[0] // num_heads
     if isinstance(rows, np.ndarray):
         split = rows.reshape(num_heads, head_rows // 2, 2, *rows.shape[1:])
@@ -100,13 +104,13 @@ class RawQuantTensor:
     type_name: str  # "Q4_K", "Q8_0", "BF16" ... (roles.model_files.tensor_types)
     rows: int  # out_features
     cols: int  # in_features
-    blocks: np.ndarray  # (rows, bytes_per_row) uint8
+    blocks: numpy.ndarray  # (rows, bytes_per_row) uint8
 
     @property
     def kind(self) -> TensorType:
         return BY_NAME[self.type_name]
 
-    def block_view(self) -> np.ndarray:
+    def block_view(self) -> numpy.ndarray:
         """(rows, blocks per row, bytes per block) uint8: one block per [row, group]."""
         return self.blocks.reshape(self.rows, self.cols // self.kind.block_size, self.kind.block_bytes)
 
@@ -140,7 +144,7 @@ class GGUFCheckpoint:
     def tensor_nbytes(info: GGUFTensorInfo) -> int:
         """Bytes of a tensor of a supported type."""
         kind = BY_ID[info.type_id]
-        return int(np.prod(info.dims)) // kind.block_size * kind.block_bytes
+        return math.prod(info.dims) // kind.block_size * kind.block_bytes
 
     def field(self, key: str, default=None):
         return self._file.fields.get(key, default)
@@ -151,8 +155,10 @@ class GGUFCheckpoint:
             raise ModelFileError(f"{self.path}: required metadata field {key!r} is missing")
         return value
 
-    def vector(self, gguf_name: str) -> np.ndarray:
+    def vector(self, gguf_name: str) -> numpy.ndarray:
         """A small 1-D tensor (rope factors) as float32 numpy, without torch."""
+        from roles.model_files.dequantized import dequantized
+
         info = self._gguf_tensor(gguf_name)
         return dequantized(self._rows_of_bytes(info), self._supported(info)).reshape(-1)
 
@@ -249,12 +255,12 @@ class GGUFCheckpoint:
     def tensor_type(self, gguf_name: str) -> str:
         return type_name(self._gguf_tensor(gguf_name).type_id)
 
-    def _rows_of_bytes(self, info: GGUFTensorInfo, expert: int | None = None) -> np.ndarray:
+    def _rows_of_bytes(self, info: GGUFTensorInfo, expert: int | None = None) -> numpy.ndarray:
         """(rows, bytes per row) uint8 view of a 2-D (or 1-D) tensor's data in the file; of a 3-D stack of
         experts' weights, the rows of one ``expert``."""
         kind = self._supported(info)
         cols = int(info.dims[0])
-        rows = int(np.prod(info.dims[1:])) if len(info.dims) > 1 else 1
+        rows = math.prod(info.dims[1:]) if len(info.dims) > 1 else 1
         if cols % kind.block_size:
             raise ModelFileError(
                 f"{self.path}: tensor {info.name!r} ({kind.name}) has {cols} columns, not whole blocks "
@@ -274,9 +280,13 @@ class GGUFCheckpoint:
 
         return torch.from_numpy(self.array(gguf_name, expert))
 
-    def array(self, gguf_name: str, expert: int | None = None) -> np.ndarray:
+    def array(self, gguf_name: str, expert: int | None = None) -> numpy.ndarray:
         """A float32 array in torch layout (rows = out_features), Q/K rows un-permuted; of a 3-D stack of
         experts' weights, the weight of one ``expert``. A new array, not a view of the file."""
+        import numpy as np
+
+        from roles.model_files.dequantized import dequantized
+
         info = self._gguf_tensor(gguf_name)
         kind = self._supported(info)
         # GGUF lists dims innermost first; torch wants them outermost first.
@@ -297,6 +307,8 @@ class GGUFCheckpoint:
     def raw_tensor(self, gguf_name: str, expert: int | None = None) -> RawQuantTensor:
         """The GGUF blocks of a 2-D weight of any supported type (or of one ``expert``'s in a 3-D stack), for
         kernels that run them in place: a view of the file's map, copied only where Q/K rows are un-permuted."""
+        import numpy as np
+
         info = self._gguf_tensor(gguf_name)
         rows, cols = int(info.dims[1]), int(info.dims[0])
         blocks = self._rows_of_bytes(info, expert)

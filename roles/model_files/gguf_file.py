@@ -2,8 +2,8 @@
 
 gguf.GGUFReader builds a numpy view per metadata item, which for a tokenizer of ~50k tokens and ~50k
 merges takes seconds on every open; the launcher, tokenizer, weight cache and scheduler each open the
-file. Here strings are sliced from one ``bytes`` buffer and numeric arrays are single numpy views, so an
-open costs tens of milliseconds. Tensor data stays in the map until a caller converts it.
+file. Here strings are sliced from one ``bytes`` buffer and numeric arrays are unpacked in one struct call,
+so an open costs tens of milliseconds. Tensor data stays in the map until a caller converts it.
 """
 
 from __future__ import annotations
@@ -12,14 +12,18 @@ import mmap
 import os
 import pathlib
 import struct
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where tensor bytes are read (as np)
+    import numpy
 
 _MAGIC = b"GGUF"
 _DEFAULT_ALIGNMENT = 32
-# GGUF value types -> struct format (scalars) or numpy dtype (arrays).
+# GGUF value types -> struct format, little-endian: of one value, or with a count of an array's items. No
+# numpy at parse time: the launcher parses headers without importing it (0.1 s of its start).
 _SCALARS = {
     0: "<B",
     1: "<b",
@@ -32,19 +36,6 @@ _SCALARS = {
     10: "<Q",
     11: "<q",
     12: "<d",
-}
-_NUMPY = {
-    0: "<u1",
-    1: "<i1",
-    2: "<u2",
-    3: "<i2",
-    4: "<u4",
-    5: "<i4",
-    6: "<f4",
-    7: "?",
-    10: "<u8",
-    11: "<i8",
-    12: "<f8",
 }
 _STRING, _ARRAY = 8, 9
 
@@ -134,12 +125,15 @@ class _Cursor:
             item_type, count = self.unpack("<I"), self.unpack("<Q")
             if item_type == _STRING:
                 return self.string_array(count)
-            if item_type not in _NUMPY:
+            if item_type not in _SCALARS:
                 raise GGUFFormatError(f"unsupported array item type {item_type}")
-            dtype = np.dtype(_NUMPY[item_type])
-            values = np.frombuffer(self.buffer, dtype=dtype, count=count, offset=self.offset)
-            self.offset += count * dtype.itemsize
-            return values.tolist()
+            item = _SCALARS[item_type]
+            if count * struct.calcsize(item) > len(self.buffer) - self.offset:
+                raise GGUFFormatError("an array runs past the end of the file")
+            items = struct.Struct(f"<{count}{item[1]}")
+            values = list(items.unpack_from(self.buffer, self.offset))
+            self.offset += items.size
+            return values
         if type_id not in _SCALARS:
             raise GGUFFormatError(f"unsupported value type {type_id}")
         return self.unpack(_SCALARS[type_id])
@@ -176,8 +170,10 @@ class GGUFFile:
         data_start = -(-cursor.offset // alignment) * alignment
         self.tensors = {name: GGUFTensorInfo(name, dims, t, data_start + off) for name, dims, t, off in infos}
 
-    def tensor_bytes(self, info: GGUFTensorInfo, nbytes: int) -> np.ndarray:
+    def tensor_bytes(self, info: GGUFTensorInfo, nbytes: int) -> numpy.ndarray:
         """The raw bytes of a tensor as a read-only uint8 view of the map (no copy)."""
+        import numpy as np
+
         if info.offset + nbytes > len(self._map):
             raise GGUFFormatError(f"tensor {info.name!r} runs past the end of the file")
         return np.frombuffer(self._map, dtype=np.uint8, count=nbytes, offset=info.offset)
@@ -198,11 +194,11 @@ def _mapped(path: pathlib.Path) -> tuple[mmap.mmap, int]:
 
 
 class _StringSpans:
-    """A LazyStrings' offsets in pickled form: two int64 arrays, not 2 x 50k Python ints."""
+    """A LazyStrings' offsets in pickled form: two arrays of int64, not 2 x 50k Python ints."""
 
     def __init__(self, strings: LazyStrings):
-        self.starts = np.asarray(strings._starts, dtype=np.int64)
-        self.ends = np.asarray(strings._ends, dtype=np.int64)
+        self.starts = array("q", strings._starts)
+        self.ends = array("q", strings._ends)
 
     def over(self, buffer) -> LazyStrings:
         return LazyStrings(buffer, self.starts.tolist(), self.ends.tolist())

@@ -48,6 +48,52 @@ def test_values_match_the_gguf_packages_reader(tmp_path):
     assert info.offset == theirs.tensors[0].data_offset
 
 
+NUMERIC = {
+    gguf.GGUFValueType.UINT8: [0, 7, 255],
+    gguf.GGUFValueType.INT8: [-128, 0, 127],
+    gguf.GGUFValueType.UINT16: [0, 65535],
+    gguf.GGUFValueType.INT16: [-32768, 5],
+    gguf.GGUFValueType.UINT32: [0, 2**32 - 1],
+    gguf.GGUFValueType.INT32: [-(2**31), 3],
+    gguf.GGUFValueType.FLOAT32: [0.5, -1.25, 3e38],
+    gguf.GGUFValueType.BOOL: [True, False, True],
+    gguf.GGUFValueType.UINT64: [0, 2**64 - 1],
+    gguf.GGUFValueType.INT64: [-(2**63), 9],
+    gguf.GGUFValueType.FLOAT64: [0.1, -2.5e300],
+}
+
+
+def test_numeric_arrays_of_every_item_type_match_the_gguf_packages_reader(tmp_path):
+    path = tmp_path / "m.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    for item_type, values in NUMERIC.items():
+        writer.add_key_value(f"a.{item_type.name}", values, gguf.GGUFValueType.ARRAY, sub_type=item_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    ours, theirs = GGUFFile(path), gguf.GGUFReader(str(path))
+    for item_type, values in NUMERIC.items():
+        key = f"a.{item_type.name}"
+        assert ours.fields[key] == theirs.fields[key].contents(), key
+        assert ours.fields[key] == pytest.approx(values, rel=1e-7), key  # float32 rounds 0.1-like values
+
+
+def test_a_numeric_array_claiming_more_items_than_the_file_holds_is_refused(tmp_path):
+    path = tmp_path / "m.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_key_value("a", [1, 2, 3], gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.INT32)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    data = bytearray(path.read_bytes())
+    at = data.index(struct.pack("<IIQ", 9, 5, 3)) + 8  # the array's type, item type (int32), then count
+    for count in (4, 2**40, 2**63):
+        struct.pack_into("<Q", data, at, count)
+        path.write_bytes(bytes(data))
+        with pytest.raises(GGUFFormatError, match="runs past the end"):
+            GGUFFile(path)
+
+
 def _string_array_at(data: bytes) -> int:
     """Where the token list's item count sits: after its key, its value type (array) and its item type."""
     key = b"tokenizer.ggml.tokens"
