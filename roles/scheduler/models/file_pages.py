@@ -11,7 +11,6 @@ never dropped: there the call would lose it.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import mmap
 
@@ -22,7 +21,8 @@ MADV_DONTNEED = 4
 
 @functools.lru_cache(maxsize=1)
 def _madvise():
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    # The process's own symbols, libc's among them: find_library("c") would run `ldconfig -p` at every start.
+    libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     libc.madvise.restype = ctypes.c_int
     return libc.madvise
