@@ -14,7 +14,8 @@ log = logging.getLogger("roleserve.startup")
 def process_age_s() -> float | None:
     """Seconds since this process was created (Linux: /proc/self/stat against the boot clock), or None."""
     try:
-        fields = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+        with open("/proc/self/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
         started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of the whole line: starttime
         return time.clock_gettime(time.CLOCK_BOOTTIME) - started
     except (OSError, ValueError, IndexError, AttributeError):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from roles.tokenizer.embed_client import EmbedClient
+from roles.tokenizer.lazy_model import LazyModel
 from roles.tokenizer.openai_errors import OpenAIError
 
 
-class EmbeddingRequest(BaseModel):
+class EmbeddingRequest(LazyModel):
     model_config = ConfigDict(extra="ignore")
 
     model: str

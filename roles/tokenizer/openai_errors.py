@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from roles.tokenizer.lazy_model import LazyModel
 from roles.tokenizer.request_body import BodyProblem
 
 ErrorType = Literal["invalid_request_error", "rate_limit_error", "server_error"]
@@ -43,14 +43,14 @@ class OpenAIError(Exception):
         self.retry_after_s = retry_after_s
 
 
-class OpenAIErrorDetail(BaseModel):
+class OpenAIErrorDetail(LazyModel):
     message: str
     type: ErrorType  # by status: server_error unless listed in _TYPES
     param: str | None  # the request field at fault, when one is
     code: str | None  # machine-readable: model_not_found, invalid_value, server_overloaded, ...
 
 
-class OpenAIErrorBody(BaseModel):
+class OpenAIErrorBody(LazyModel):
     """The body of every error answer (and of a stream's error event); the OpenAPI spec declares it."""
 
     error: OpenAIErrorDetail

@@ -18,6 +18,7 @@ import asyncio
 import inspect
 import threading
 import typing
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -120,7 +121,12 @@ class Operations:
             described.add_api_route(
                 operation.path, operation.endpoint, methods=[operation.method], **operation.declared
             )
-        spec = described.openapi()
+        with warnings.catch_warnings():
+            # FastAPI wraps a body model in a field aliased "body"; for a model built on first use
+            # (lazy_model.py) pydantic builds that wrapper late and warns that the alias does nothing there.
+            # It does nothing anywhere: one body parameter is the whole body. The document is the same.
+            warnings.filterwarnings("ignore", message="The 'alias' attribute with value 'body'")
+            spec = described.openapi()
         for finisher in self.finishers:
             finisher(spec)
         return spec

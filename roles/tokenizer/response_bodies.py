@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from roles.tokenizer.lazy_model import LazyModel
 
 
-class ModelCard(BaseModel):
+class ModelCard(LazyModel):
     id: str
     object: Literal["model"]
     created: int
@@ -17,12 +19,12 @@ class ModelCard(BaseModel):
     dimensions: int | None = Field(default=None, description="an embedding model's vector size")
 
 
-class ModelList(BaseModel):
+class ModelList(LazyModel):
     object: Literal["list"]
     data: list[ModelCard]
 
 
-class Embedding(BaseModel):
+class Embedding(LazyModel):
     object: Literal["embedding"]
     index: int
     embedding: list[float] | str = Field(
@@ -30,25 +32,25 @@ class Embedding(BaseModel):
     )
 
 
-class EmbeddingUsage(BaseModel):
+class EmbeddingUsage(LazyModel):
     prompt_tokens: int
     total_tokens: int
 
 
-class EmbeddingList(BaseModel):
+class EmbeddingList(LazyModel):
     object: Literal["list"]
     data: list[Embedding]
     model: str
     usage: EmbeddingUsage
 
 
-class PublishedLeaf(BaseModel):
+class PublishedLeaf(LazyModel):
     key: str
     value: Any = Field(description="*** for a secret; withheld when the process does not hold the leaf")
     source: str
 
 
-class RecordedRead(BaseModel):
+class RecordedRead(LazyModel):
     role: str
     namespace: str
     leaf: str
@@ -56,7 +58,7 @@ class RecordedRead(BaseModel):
     count: int
 
 
-class AppliedOverride(BaseModel):
+class AppliedOverride(LazyModel):
     source: str
     key: str
     old: Any
@@ -65,7 +67,7 @@ class AppliedOverride(BaseModel):
     at: float
 
 
-class LiveProcess(BaseModel):
+class LiveProcess(LazyModel):
     """What one running process published, as `serve roles inspect --live` shows it."""
 
     role: str | None
@@ -81,6 +83,6 @@ class LiveProcess(BaseModel):
     facts: dict[str, Any] = {}  # what the process built from its config (the scheduler: weight formats)
 
 
-class LiveRoles(BaseModel):
+class LiveRoles(LazyModel):
     processes: list[LiveProcess]
     at: float

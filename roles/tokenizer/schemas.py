@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from roles.protocol import SAMPLING_FIELD_NAMES
+from roles.tokenizer.lazy_model import LazyModel
 from roles.tokenizer.sampling_schema import with_sampling_options
 
 
-class StreamOptions(BaseModel):
+class StreamOptions(LazyModel):
     include_usage: bool = False
 
 
-class JsonSchemaFormat(BaseModel):
+class JsonSchemaFormat(LazyModel):
     model_config = ConfigDict(populate_by_name=True)
 
     name: str = Field(default="response", max_length=64)
@@ -29,12 +30,12 @@ class JsonSchemaFormat(BaseModel):
     strict: bool | None = None  # the output always matches the schema, strict or not
 
 
-class ResponseFormat(BaseModel):
+class ResponseFormat(LazyModel):
     type: Literal["text", "json_object", "json_schema"]
     json_schema: JsonSchemaFormat | None = None
 
 
-class SamplingRequest(BaseModel):
+class SamplingRequest(LazyModel):
     """Fields shared by completions and chat completions; extra fields are kept for ``sampling_values``."""
 
     model_config = ConfigDict(extra="allow", json_schema_extra=with_sampling_options())
@@ -70,23 +71,23 @@ class CompletionRequest(SamplingRequest):
     echo: bool = False
 
 
-class TextPart(BaseModel):
+class TextPart(LazyModel):
     type: Literal["text"]
     text: str
 
 
-class FunctionCall(BaseModel):
+class FunctionCall(LazyModel):
     name: str
     arguments: str  # JSON text, as OpenAI sends it
 
 
-class MessageToolCall(BaseModel):
+class MessageToolCall(LazyModel):
     id: str
     type: Literal["function"] = "function"
     function: FunctionCall
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(LazyModel):
     model_config = ConfigDict(extra="ignore")
 
     role: Literal["system", "user", "assistant", "developer", "tool"]
@@ -103,23 +104,23 @@ class ChatMessage(BaseModel):
         return "".join(part.text for part in self.content)
 
 
-class FunctionDefinition(BaseModel):
+class FunctionDefinition(LazyModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     description: str | None = None
     parameters: dict | None = None  # a JSON schema of the arguments object; none: any object
     strict: bool | None = None  # the arguments always match the schema when a call is required
 
 
-class Tool(BaseModel):
+class Tool(LazyModel):
     type: Literal["function"]
     function: FunctionDefinition
 
 
-class NamedFunction(BaseModel):
+class NamedFunction(LazyModel):
     name: str
 
 
-class NamedToolChoice(BaseModel):
+class NamedToolChoice(LazyModel):
     type: Literal["function"]
     function: NamedFunction
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from roles.tokenizer.front_state import FrontState
+from roles.tokenizer.lazy_model import LazyModel
 from roles.tokenizer.openai_errors import OpenAIError
 from roles.tokenizer.operations import Operations
 from roles.tokenizer.request_prep import chat_prompt_ids, check_model, checked_ids, encode_text
@@ -31,7 +32,7 @@ def _whole_number(value):
 TokenId = Annotated[int, BeforeValidator(_whole_number)]
 
 
-class TokenizeRequest(BaseModel):
+class TokenizeRequest(LazyModel):
     model_config = ConfigDict(
         strict=True,  # "1" is not a token id, 0 not a boolean
         json_schema_extra={"oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]},
@@ -45,20 +46,20 @@ class TokenizeRequest(BaseModel):
     add_generation_prompt: bool = True  # for messages
 
 
-class TokenizeResponse(BaseModel):
+class TokenizeResponse(LazyModel):
     tokens: list[int]
     count: int
     max_model_len: int
 
 
-class DetokenizeRequest(BaseModel):
+class DetokenizeRequest(LazyModel):
     model_config = ConfigDict(strict=True)
 
     model: str | None = None
     tokens: list[TokenId]
 
 
-class DetokenizeResponse(BaseModel):
+class DetokenizeResponse(LazyModel):
     prompt: str
 
 

@@ -11,7 +11,13 @@ import ast
 from collections.abc import Iterator
 
 EVALUATING_BASES = frozenset(
-    {"msgspec.Struct", "pydantic.BaseModel", "pydantic.main.BaseModel", "pydantic.RootModel"}
+    {
+        "msgspec.Struct",
+        "pydantic.BaseModel",
+        "pydantic.main.BaseModel",
+        "pydantic.RootModel",
+        "roles.tokenizer.lazy_model.LazyModel",  # built on first use, its annotations evaluated then
+    }
 )
 EVALUATING_DECORATORS = frozenset({"pydantic.dataclasses.dataclass"})
 ROUTE_DECORATORS = frozenset(
