@@ -78,6 +78,14 @@ def _handler(endpoint: Endpoint) -> Callable[[Request], typing.Awaitable[Respons
     return handle
 
 
+def one_method_route(path: str, endpoint, method: str, **options) -> Route:
+    """A Starlette route answering ``method`` alone: Starlette answers HEAD wherever GET is; FastAPI's routes,
+    which the spec describes, do not."""
+    route = Route(path, endpoint, methods=[method], **options)
+    route.methods = {method}
+    return route
+
+
 @dataclass
 class Operations:
     """The operations, and what to change in the document FastAPI writes (``finish_spec``)."""
@@ -104,13 +112,10 @@ class Operations:
         self.finishers.append(finisher)
 
     def routes(self) -> list[BaseRoute]:
-        routes = []
-        for operation in self.operations:
-            route = Route(operation.path, _handler(operation.endpoint), methods=[operation.method])
-            # Starlette answers HEAD wherever GET is; FastAPI's routes, which the spec describes, do not.
-            route.methods = {operation.method}
-            routes.append(route)
-        return routes
+        return [
+            one_method_route(operation.path, _handler(operation.endpoint), operation.method)
+            for operation in self.operations
+        ]
 
     def spec(self) -> dict:
         """The OpenAPI document, written by FastAPI from these operations, then finished."""

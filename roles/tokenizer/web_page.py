@@ -11,8 +11,10 @@ from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import FileResponse
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
+
+from roles.tokenizer.operations import one_method_route
 
 STATIC_DIR = Path(__file__).with_name("static")
 STATIC_PREFIX = "/static"
@@ -28,6 +30,5 @@ async def _web_page(request: Request) -> FileResponse:
 
 
 def web_page_routes() -> list[BaseRoute]:
-    page = Route("/", _web_page, methods=["GET"], include_in_schema=False)
-    page.methods = {"GET"}  # as every route here: no HEAD (operations.py)
+    page = one_method_route("/", _web_page, "GET", include_in_schema=False)
     return [page, Mount(STATIC_PREFIX, StaticFiles(directory=STATIC_DIR), name="static")]
